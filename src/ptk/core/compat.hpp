@@ -1,0 +1,29 @@
+#pragma once
+// Every difference between the Kokkos versions ptk supports (3.4 … 4.x) lives here and nowhere else.
+#include <Kokkos_Core.hpp>
+
+#if KOKKOS_VERSION < 30400
+#error "ptk needs Kokkos 3.4 or newer"
+#endif
+
+namespace ptk::compat {
+
+// Math functions moved from Kokkos::Experimental to Kokkos in 3.7 (and left Experimental in 4.0).
+#if KOKKOS_VERSION >= 30700
+using Kokkos::exp;
+using Kokkos::sqrt;
+#else
+using Kokkos::Experimental::exp;
+using Kokkos::Experimental::sqrt;
+#endif
+
+// HIP left Kokkos::Experimental in 4.0.
+#if defined(KOKKOS_ENABLE_HIP)
+#if KOKKOS_VERSION >= 40000
+using HIP = Kokkos::HIP;
+#else
+using HIP = Kokkos::Experimental::HIP;
+#endif
+#endif
+
+}  // namespace ptk::compat

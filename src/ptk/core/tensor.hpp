@@ -1,0 +1,114 @@
+#pragma once
+// ptk::Tensor<Space>: a shape plus one contiguous, row-major float buffer in Space's memory.
+// Kernels never see a Tensor: they get rank-N LayoutRight Views over its buffer (view<N>()).
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ptk/core/error.hpp"
+
+namespace ptk {
+
+// Every View in ptk names its execution space as the View's device, so a kernel knows where to
+// run from the View type alone and Serial and OpenMP Views over host memory stay distinct types.
+template <class Space>
+using Vector = Kokkos::View<float*, Kokkos::LayoutRight, Space>;
+template <class Space>
+using Matrix = Kokkos::View<float**, Kokkos::LayoutRight, Space>;
+template <class Space>
+using Tensor3 = Kokkos::View<float***, Kokkos::LayoutRight, Space>;
+template <class Space>
+using ConstVector = Kokkos::View<const float*, Kokkos::LayoutRight, Space>;
+template <class Space>
+using ConstMatrix = Kokkos::View<const float**, Kokkos::LayoutRight, Space>;
+template <class Space>
+using ConstTensor3 = Kokkos::View<const float***, Kokkos::LayoutRight, Space>;
+
+inline std::int64_t element_count(const Shape& shape) {
+  std::int64_t n = 1;
+  for (auto d : shape) n *= d;
+  return n;
+}
+
+template <class Space>
+class Tensor {
+ public:
+  using execution_space = Space;
+  using Storage = Vector<Space>;
+
+  Tensor() = default;
+
+  // Zero-filled; every dimension must be positive.
+  explicit Tensor(Shape shape, const std::string& label = "ptk::tensor") : shape_(std::move(shape)) {
+    for (auto d : shape_)
+      require(d > 0, "ptk::Tensor: every dimension must be positive, got shape ", to_string(shape_));
+    storage_ = Storage(label, static_cast<std::size_t>(element_count(shape_)));
+  }
+
+  // Copies host data into a new tensor in Space.
+  static Tensor from_host(Shape shape, const float* data) {
+    Tensor t(std::move(shape));
+    Kokkos::View<const float*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> src(
+        data, static_cast<std::size_t>(t.numel()));
+    Kokkos::deep_copy(t.storage_, src);
+    return t;
+  }
+  static Tensor from_host(Shape shape, const std::vector<float>& data) {
+    require(static_cast<std::int64_t>(data.size()) == element_count(shape), "ptk::Tensor::from_host: ",
+            data.size(), " values for shape ", to_string(shape));
+    return from_host(std::move(shape), data.data());
+  }
+
+  const Shape& shape() const { return shape_; }
+  int rank() const { return static_cast<int>(shape_.size()); }
+  std::int64_t numel() const { return element_count(shape_); }
+  bool defined() const { return storage_.data() != nullptr; }
+  // Negative indices count from the end, as in NumPy.
+  std::int64_t dim(int i) const {
+    const int r = rank();
+    require(i >= -r && i < r, "ptk::Tensor::dim(", i, ") out of range for shape ", to_string(shape_));
+    return shape_[static_cast<std::size_t>(i < 0 ? i + r : i)];
+  }
+  float* data() const { return storage_.data(); }
+  const Storage& storage() const { return storage_; }
+
+  Vector<Space> flat() const { return Vector<Space>(data(), static_cast<std::size_t>(numel())); }
+
+  // [prod(leading dims), last dim]: the row view the normalizations and softmax work on.
+  Matrix<Space> rows() const {
+    require(rank() >= 1, "ptk::Tensor::rows: needs rank >= 1, got shape ", to_string(shape_));
+    const auto cols = shape_.back();
+    return Matrix<Space>(data(), static_cast<std::size_t>(numel() / cols), static_cast<std::size_t>(cols));
+  }
+
+  // [batch, rows, cols] with batch 1 for a rank-2 tensor.
+  Tensor3<Space> batched_matrices() const {
+    require(rank() == 2 || rank() == 3, "ptk::Tensor: expected rank 2 or 3, got shape ", to_string(shape_));
+    const auto r = static_cast<std::size_t>(dim(-2)), c = static_cast<std::size_t>(dim(-1));
+    return Tensor3<Space>(data(), rank() == 3 ? static_cast<std::size_t>(shape_[0]) : 1, r, c);
+  }
+
+  // A same-shaped copy in another execution space's memory (always a copy, never an alias).
+  template <class Dst>
+  Tensor<Dst> to() const {
+    Tensor<Dst> out(shape_);
+    Kokkos::deep_copy(out.storage(), storage_);
+    return out;
+  }
+
+  std::vector<float> to_vector() const {
+    std::vector<float> host(static_cast<std::size_t>(numel()));
+    Kokkos::View<float*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> dst(host.data(), host.size());
+    Kokkos::deep_copy(dst, storage_);
+    return host;
+  }
+
+ private:
+  Shape shape_;
+  Storage storage_;
+};
+
+}  // namespace ptk

@@ -1,0 +1,39 @@
+#pragma once
+// attention: O[B,H,T,D] = softmax(scale · Q Kᵀ, causal) V for Q[B,H,T,D], K and V [B,H,S,D];
+// scale defaults to 1/sqrt(D); causal needs T == S. The probabilities [B,H,T,S] are returned too.
+#include <cmath>
+#include <optional>
+
+#include "ptk/kernels/attention.hpp"
+#include "ptk/ops/checks.hpp"
+
+namespace ptk::ops {
+
+template <class Space>
+struct AttentionOutputs {
+  Tensor<Space> out, att;
+};
+
+template <class Space>
+AttentionOutputs<Space> attention(const Tensor<Space>& q, const Tensor<Space>& k, const Tensor<Space>& v,
+                                  std::optional<float> scale = std::nullopt, bool causal = false) {
+  check_tensor("attention", "Q", q, 4, 4);
+  check_tensor("attention", "K", k, 4, 4);
+  check_tensor("attention", "V", v, 4, 4);
+  const auto shapes = "Q " + to_string(q.shape()) + ", K " + to_string(k.shape()) + ", V " + to_string(v.shape());
+  require(k.shape() == v.shape(), "attention: K and V must have the same shape [B,H,S,D], got ", shapes);
+  require(q.dim(0) == k.dim(0) && q.dim(1) == k.dim(1) && q.dim(3) == k.dim(3),
+          "attention: Q [B,H,T,D] and K [B,H,S,D] must agree in B, H and D, got ", shapes);
+  const auto B = q.dim(0), H = q.dim(1), T = q.dim(2), S = k.dim(2), D = q.dim(3);
+  require(!causal || T == S, "attention: causal needs T == S, got ", shapes);
+  AttentionOutputs<Space> r{Tensor<Space>(q.shape(), "ptk::attention"), Tensor<Space>({B, H, T, S}, "ptk::att")};
+  check_tensor("attention", "the score matrix", r.att, 4, 4);
+  const auto heads = [&](const Tensor<Space>& t) {
+    return Tensor3<Space>(t.data(), B * H, t.dim(2), t.dim(3));
+  };
+  kernels::attention_forward<Space>(heads(r.out), heads(r.att), heads(q), heads(k), heads(v),
+                                    scale.value_or(1.0f / std::sqrt(static_cast<float>(D))), causal);
+  return r;
+}
+
+}  // namespace ptk::ops

@@ -1,0 +1,31 @@
+#pragma once
+// Shape checks shared by the ops: each names the op, the argument and the shapes involved.
+#include <climits>
+#include <string>
+
+#include "ptk/core/error.hpp"
+#include "ptk/core/tensor.hpp"
+
+namespace ptk::ops {
+
+// Kernels index with int: any tensor an op accepts has fewer than 2^31 elements.
+template <class Space>
+void check_tensor(const char* op, const char* name, const Tensor<Space>& t, int min_rank, int max_rank) {
+  require(t.defined(), op, ": ", name, " is an empty (undefined) tensor");
+  require(t.rank() >= min_rank && t.rank() <= max_rank, op, ": ", name, " must have rank ",
+          min_rank == max_rank ? std::to_string(min_rank)
+                               : std::to_string(min_rank) + ".." + (max_rank == INT_MAX ? "" : std::to_string(max_rank)),
+          ", got shape ", to_string(t.shape()));
+  require(t.numel() <= INT_MAX, op, ": ", name, " has ", t.numel(), " elements (shape ", to_string(t.shape()),
+          "); ptk kernels index with 32-bit ints");
+}
+
+// A per-feature parameter (gamma, beta, weight) must be [N] for an input whose last dim is N.
+template <class Space>
+void check_feature_vector(const char* op, const char* name, const Tensor<Space>& param, const Tensor<Space>& x) {
+  check_tensor(op, name, param, 1, 1);
+  require(param.dim(0) == x.dim(-1), op, ": ", name, " has shape ", to_string(param.shape()),
+          " but the input's last dimension is ", x.dim(-1), " (input shape ", to_string(x.shape()), ")");
+}
+
+}  // namespace ptk::ops

@@ -1,0 +1,104 @@
+#pragma once
+// What every parity test shares: the execution spaces this build tests, random data, and a
+// comparison that reports the first differing elements with their indices.
+#include <gtest/gtest.h>
+
+#include <Kokkos_Core.hpp>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <random>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "ptk/core/compat.hpp"
+#include "ptk/core/error.hpp"
+#include "tolerances.hpp"
+
+namespace ptk::test {
+
+// Every execution space the build enables; each parity test runs on all of them.
+using Spaces = std::tuple<
+#if defined(KOKKOS_ENABLE_CUDA)
+    Kokkos::Cuda,
+#endif
+#if defined(KOKKOS_ENABLE_HIP)
+    compat::HIP,
+#endif
+#if defined(KOKKOS_ENABLE_OPENMP)
+    Kokkos::OpenMP,
+#endif
+    Kokkos::Serial>;
+
+template <class T>
+struct Type {
+  using type = T;
+};
+
+template <class F>
+void for_each_space(F&& f) {
+  std::apply([&](auto... spaces) { (f(Type<decltype(spaces)>{}), ...); }, Spaces{});
+}
+
+// Deterministic per case: the seed mixes the case name so cases draw different data.
+inline std::vector<float> uniform(std::int64_t n, float lo, float hi, const std::string& seed) {
+  std::mt19937 gen(static_cast<std::uint32_t>(std::hash<std::string>{}(seed)));
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(static_cast<std::size_t>(n));
+  for (auto& x : v) x = dist(gen);
+  return v;
+}
+
+inline std::string index_string(std::int64_t flat, const Shape& shape) {
+  std::vector<std::int64_t> idx(shape.size());
+  for (std::size_t d = shape.size(); d-- > 0;) {
+    idx[d] = flat % shape[d];
+    flat /= shape[d];
+  }
+  return to_string(idx);
+}
+
+// NaN matches NaN and an infinity matches the same infinity; anything else must be within the
+// allowed distance of the reference. The message lists the first five misses and the worst one.
+inline ::testing::AssertionResult all_close(const std::vector<float>& got, const std::vector<float>& want,
+                                            const Shape& shape, const std::function<double(std::size_t)>& allowed) {
+  if (got.size() != want.size())
+    return ::testing::AssertionFailure() << "size " << got.size() << " != reference size " << want.size();
+  std::ostringstream first;
+  std::size_t misses = 0, worst = 0;
+  double worst_excess = -1;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double g = got[i], w = want[i];
+    bool ok;
+    if (std::isnan(w) || std::isnan(g)) ok = std::isnan(w) && std::isnan(g);
+    else if (std::isinf(w) || std::isinf(g)) ok = g == w;
+    else ok = std::fabs(g - w) <= allowed(i);
+    if (ok) continue;
+    const double excess = std::isfinite(g - w) ? std::fabs(g - w) / allowed(i) : HUGE_VAL;
+    if (excess > worst_excess) worst_excess = excess, worst = i;
+    if (misses++ < 5)
+      first << "\n  at " << index_string(static_cast<std::int64_t>(i), shape) << ": got " << g << ", want " << w
+            << " (|diff| " << std::fabs(g - w) << ", allowed " << allowed(i) << ")";
+  }
+  if (misses == 0) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << misses << " of " << got.size() << " elements of shape " << to_string(shape)
+                                       << " differ from the reference; first:" << first.str() << "\n  worst at "
+                                       << index_string(static_cast<std::int64_t>(worst), shape) << ": got "
+                                       << got[worst] << ", want " << want[worst];
+}
+
+inline ::testing::AssertionResult all_close(const std::vector<float>& got, const std::vector<float>& want,
+                                            const Shape& shape, const Tolerance& tol) {
+  return all_close(got, want, shape, [&](std::size_t i) { return tol.allowed(want[i]); });
+}
+
+// Test-name-safe: "2x3x4".
+inline std::string shape_name(const Shape& shape) {
+  std::string s;
+  for (auto d : shape) s += (s.empty() ? "" : "x") + std::to_string(d);
+  return s;
+}
+
+}  // namespace ptk::test

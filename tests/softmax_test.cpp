@@ -1,0 +1,105 @@
+// softmax parity: ptk::ops::softmax against the oracle, including masks, ±1e4 inputs, -inf and NaN rows.
+#include <limits>
+
+#include "parity.hpp"
+#include "ptk/ops/softmax.hpp"
+#include "ptk/reference/softmax.hpp"
+
+namespace ptk::test {
+namespace {
+
+enum class Fill { uniform, large, with_inf_and_nan };
+
+struct SoftmaxCase {
+  Shape shape;
+  float scale;
+  bool causal;
+  Fill fill;
+};
+
+std::string name(const SoftmaxCase& c) {
+  const char* fills[] = {"uniform", "pm1e4", "inf_nan"};
+  const int milli = static_cast<int>(c.scale * 1000);
+  return shape_name(c.shape) + "_scale" + (milli < 0 ? "neg" : "") + std::to_string(std::abs(milli)) + "m" +
+         (c.causal ? "_causal_" : "_") + fills[static_cast<int>(c.fill)];
+}
+
+const std::vector<SoftmaxCase> kCases = [] {
+  std::vector<SoftmaxCase> cases;
+  for (std::int64_t rows : {1, 3, 17, 127})
+    for (std::int64_t cols : {1, 3, 17, 127, 513}) cases.push_back({{rows, cols}, 1.0f, false, Fill::uniform});
+  cases.push_back({{2, 3, 1000}, 0.125f, false, Fill::uniform});
+  cases.push_back({{17, 4099}, -0.5f, false, Fill::uniform});
+  for (std::int64_t t : {1, 3, 17, 127}) cases.push_back({{2, t, t}, 0.125f, true, Fill::uniform});
+  cases.push_back({{2, 3, 65, 65}, 1.0f, true, Fill::uniform});
+  cases.push_back({{17, 513}, 1.0f, false, Fill::large});
+  cases.push_back({{3, 127, 127}, 1.0f, true, Fill::large});
+  cases.push_back({{9, 33}, 1.0f, false, Fill::with_inf_and_nan});
+  cases.push_back({{2, 9, 9}, 0.5f, true, Fill::with_inf_and_nan});
+  return cases;
+}();
+
+std::vector<float> make_input(const SoftmaxCase& c) {
+  const auto n = element_count(c.shape);
+  if (c.fill == Fill::large) return uniform(n, -1e4f, 1e4f, name(c));
+  auto x = uniform(n, -4, 4, name(c));
+  if (c.fill == Fill::with_inf_and_nan) {
+    const auto cols = c.shape.back();
+    const float inf = std::numeric_limits<float>::infinity();
+    for (std::int64_t j = 0; j < cols; ++j) x[static_cast<std::size_t>(j)] = -inf;  // row 0: all -inf
+    x[static_cast<std::size_t>(cols + cols / 2)] = std::numeric_limits<float>::quiet_NaN();  // row 1: one NaN
+    x[static_cast<std::size_t>(2 * cols)] = -inf;  // row 2: one -inf
+    x[static_cast<std::size_t>(4 * cols + 1)] = -inf;  // row 4: one -inf beside finite values
+  }
+  return x;
+}
+
+template <class Space>
+void check_softmax(const SoftmaxCase& c) {
+  const auto x = make_input(c);
+  const auto cols = c.shape.back(), rows = element_count(c.shape) / cols;
+  std::vector<float> want(x.size());
+  reference::softmax_forward(want.data(), x.data(), rows, cols, c.scale, c.causal);
+  double max_abs = 0;
+  for (float v : x)
+    if (std::isfinite(v)) max_abs = std::max(max_abs, std::fabs(static_cast<double>(c.scale) * v));
+
+  const auto Y = ops::softmax(Tensor<Space>::from_host(c.shape, x), c.scale, c.causal);
+  EXPECT_TRUE(all_close(Y.to_vector(), want, c.shape, tolerance::softmax(cols, max_abs))) << Space::name();
+}
+
+class SoftmaxParity : public ::testing::TestWithParam<SoftmaxCase> {};
+
+TEST_P(SoftmaxParity, Forward) {
+  for_each_space([&](auto space) { check_softmax<typename decltype(space)::type>(GetParam()); });
+}
+
+INSTANTIATE_TEST_SUITE_P(Sweep, SoftmaxParity, ::testing::ValuesIn(kCases),
+                         [](const auto& info) { return name(info.param); });
+
+// The oracle agrees on these by construction; here they are stated outright.
+TEST(SoftmaxSemantics, MaskedRowsAreZeroAndNanStaysInItsRow) {
+  using S = Kokkos::DefaultExecutionSpace;
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  const auto y = ops::softmax(Tensor<S>::from_host({3, 2}, {-inf, -inf, nan, 0.0f, 0.0f, 0.0f})).to_vector();
+  EXPECT_EQ(y[0], 0.0f);
+  EXPECT_EQ(y[1], 0.0f);
+  EXPECT_TRUE(std::isnan(y[2]) && std::isnan(y[3]));
+  EXPECT_EQ(y[4], 0.5f);
+  EXPECT_EQ(y[5], 0.5f);
+}
+
+TEST(SoftmaxErrors, NameTheShapes) {
+  using S = Kokkos::DefaultExecutionSpace;
+  try {
+    ops::softmax(Tensor<S>({2, 3, 4}), 1.0f, true);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "softmax: causal needs the last two dimensions square, got shape [2, 3, 4]");
+  }
+  EXPECT_THROW(ops::softmax(Tensor<S>({5}), 1.0f, true), Error);
+  EXPECT_THROW(ops::softmax(Tensor<S>()), Error);
+}
+
+}  // namespace
+}  // namespace ptk::test

@@ -1,0 +1,48 @@
+#pragma once
+// Every parity tolerance of the suite, in one place; docs/tolerances.md explains each one.
+// A kernel value y passes against the float64 oracle's y_ref when |y - y_ref| <= atol + rtol * |y_ref|.
+#include <cmath>
+#include <cstdint>
+
+namespace ptk::test {
+
+struct Tolerance {
+  double atol;
+  double rtol;
+  double allowed(double ref) const { return atol + rtol * std::fabs(ref); }
+};
+
+namespace tolerance {
+
+constexpr double u = 0x1p-24;  // fp32 unit roundoff: one rounding moves a value by at most u relative
+constexpr double tiny = 1e-37;  // results that underflow to 0 (or are flushed from denormals)
+
+// A length-n fp32 sum of random-sign terms drifts like sqrt(n) roundings; 4 sqrt(n) + 8 leaves
+// headroom for the worst tails of a few thousand elements without hiding a wrong index or scale.
+inline double reduction(std::int64_t n) { return u * (8.0 + 4.0 * std::sqrt(static_cast<double>(n))); }
+
+// matmul on inputs in [-1, 1]: partial sums grow like sqrt(k/9), so K roundings accumulate to
+// ~0.24 u K absolute on average; 2 u K is about 8x that.
+inline Tolerance matmul(std::int64_t K) { return {2.0 * u * static_cast<double>(K), 4.0 * u}; }
+
+// softmax: outputs in [0, 1]; exp adds a few ulps, the row sum a reduction error, and a rounding of
+// the scaled input x*scale perturbs exp's argument by u |scale x| (softmax's own conditioning).
+inline Tolerance softmax(std::int64_t cols, double max_abs_scaled_input) {
+  return {tiny, reduction(cols) + 2.0 * u * max_abs_scaled_input};
+}
+
+// layernorm / rmsnorm with gamma, beta in [-1, 1]: mean and variance carry a reduction error
+// each, which moves every normalized value (|x̂| <~ 4 for the test data) by that relative amount.
+inline Tolerance normalization(std::int64_t cols) { return {4.0 * reduction(cols), reduction(cols)}; }
+
+// gelu / silu: x / (1 + exp(v)) with v computed in fp32. An error of d in v changes exp(v) by d
+// relative; gelu's v = -2 sqrt(2/pi) (x + 0.044715 x^3) takes five roundings (x*x, *x, *0.044715,
+// +x, *sqrt(2/pi)), so d <= ~5 u |v|, and 6 u |v| covers it; the rest is a few ulps of exp and /.
+inline Tolerance activation(double exp_argument) { return {tiny, u * (8.0 + 6.0 * std::fabs(exp_argument))}; }
+
+// attention: scores are length-D dot products (scaled to O(1)), the output a length-S weighted sum
+// of v in [-1, 1]; each contributes a reduction error on an O(1) result.
+inline Tolerance attention(std::int64_t D, std::int64_t S) { return {reduction(D) + reduction(S), reduction(S)}; }
+
+}  // namespace tolerance
+}  // namespace ptk::test
