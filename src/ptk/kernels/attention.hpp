@@ -13,11 +13,12 @@ namespace ptk::kernels {
 // Views are [B*H, T, ·] reshapes of the contiguous [B,H,T,·] buffers.
 template <class Space>
 void attention_forward(const Tensor3<Space>& out, const Tensor3<Space>& att, const ConstTensor3<Space>& q,
-                       const ConstTensor3<Space>& k, const ConstTensor3<Space>& v, float scale, bool causal) {
-  matmul_forward<Space>(att, q, k, false, true);
+                       const ConstTensor3<Space>& k, const ConstTensor3<Space>& v, float scale, bool causal,
+                       MatmulImpl impl = MatmulImpl::portable) {
+  matmul_forward<Space>(att, q, k, false, true, impl);
   const Matrix<Space> att_rows(att.data(), att.extent(0) * att.extent(1), att.extent(2));
   softmax_forward<Space>(att_rows, att_rows, scale, causal);
-  matmul_forward<Space>(out, att, v, false, false);
+  matmul_forward<Space>(out, att, v, false, false, impl);
 }
 
 }  // namespace ptk::kernels

@@ -1,0 +1,30 @@
+// gelu and silu sweeps over n: ptk against a memcpy of the same bytes.
+#include <vector>
+
+#include "bench_common.hpp"
+#include "ptk/kernels/gelu.hpp"
+#include "ptk/kernels/silu.hpp"
+
+namespace ptk::bench {
+
+void register_activations() {
+  std::vector<std::int64_t> sizes{1 << 16, 1 << 20, 4096 * 3072};
+  if (!sweep().quick) sizes.push_back(16384 * 3072);
+  for (const char* family : {"gelu", "silu"})
+    for (auto n : sizes) {
+      const auto shape = "n=" + std::to_string(n);
+      const double bytes = 2.0 * n * sizeof(float);
+      const bool gelu = family == std::string("gelu");
+      add(family, "ptk", shape, Rate::gbytes, bytes, [=] {
+        const auto x = random_tensor({n}, 12, -6, 6);
+        const Tensor<Space> y({n});
+        return std::function<void()>([=] {
+          if (gelu) kernels::gelu_forward<Space>(y.flat(), x.flat());
+          else kernels::silu_forward<Space>(y.flat(), x.flat());
+        });
+      });
+      add_memcpy(family, shape, bytes);
+    }
+}
+
+}  // namespace ptk::bench

@@ -1,0 +1,79 @@
+// ptk_bench: every sweep in one binary. `--quick` runs a smaller, shorter sweep; all other flags
+// are Google Benchmark's (--benchmark_filter, --benchmark_out, ...).
+#include <cstring>
+#include <vector>
+
+#include "bench_common.hpp"
+#include "ptk/core/compat.hpp"
+
+namespace ptk::bench {
+
+Sweep& sweep() {
+  static Sweep s;
+  return s;
+}
+
+void add(const std::string& family, const std::string& impl, const std::string& shape, Rate rate, double amount,
+         std::function<std::function<void()>()> setup) {
+  const auto name = family + "/" + impl + "/" + shape;
+  auto* b = benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& state) {
+    const auto body = setup();
+    body();  // warm-up: first-touch pages, library plan creation, JIT
+    Kokkos::fence();
+    for (auto _ : state) {
+      body();
+      Kokkos::fence();
+    }
+    state.counters[rate == Rate::gflops ? "GFLOP/s" : "GB/s"] =
+        benchmark::Counter(amount / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+  });
+  b->UseRealTime()->Unit(benchmark::kMillisecond)->MinTime(sweep().quick ? 0.05 : 0.3);
+}
+
+void add_memcpy(const std::string& family, const std::string& shape, double bytes) {
+  const auto n = static_cast<std::size_t>(bytes / 2 / sizeof(float));
+  add(family, "memcpy", shape, Rate::gbytes, bytes, [n] {
+    Kokkos::View<float*, Space> src("memcpy_src", n), dst("memcpy_dst", n);
+    return [=] { Kokkos::deep_copy(dst, src); };
+  });
+}
+
+void fill_uniform(const Vector<Space>& v, float lo, float hi, std::uint32_t seed) {
+  Kokkos::parallel_for(
+      "ptk::bench::fill_uniform", Kokkos::RangePolicy<Space>(0, v.extent(0)), KOKKOS_LAMBDA(const std::size_t i) {
+        std::uint32_t h = static_cast<std::uint32_t>(i) * 2654435761u ^ seed * 2246822519u;
+        h ^= h >> 15;
+        h *= 2246822519u;
+        h ^= h >> 13;
+        v(i) = lo + (hi - lo) * static_cast<float>(h >> 8) * (1.0f / 16777216.0f);
+      });
+}
+
+}  // namespace ptk::bench
+
+int main(int argc, char** argv) {
+  std::vector<char*> args;
+  for (int i = 0; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--quick") == 0) ptk::bench::sweep().quick = true;
+    else args.push_back(argv[i]);
+  }
+  int n = static_cast<int>(args.size());
+  Kokkos::ScopeGuard kokkos(n, args.data());
+  benchmark::Initialize(&n, args.data());
+  if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 2;
+
+  benchmark::AddCustomContext("ptk_execution_space", Kokkos::DefaultExecutionSpace::name());
+  benchmark::AddCustomContext("ptk_concurrency", std::to_string(Kokkos::DefaultExecutionSpace().concurrency()));
+  benchmark::AddCustomContext("kokkos_version", std::to_string(KOKKOS_VERSION));
+  benchmark::AddCustomContext("ptk_sweep", ptk::bench::sweep().quick ? "quick" : "full");
+
+  ptk::bench::register_matmul();
+  ptk::bench::register_softmax();
+  ptk::bench::register_layernorm();
+  ptk::bench::register_rmsnorm();
+  ptk::bench::register_attention();
+  ptk::bench::register_activations();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

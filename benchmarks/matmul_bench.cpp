@@ -1,0 +1,78 @@
+// matmul sweep: ptk's portable kernel against KokkosBlas::gemm (OpenBLAS / cuBLAS TPL), OpenBLAS
+// cblas_sgemm and oneDNN matmul, on square sizes and GPT-2-small linear-layer shapes.
+#include <cblas.h>
+
+#include <array>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <vector>
+
+#include "bench_common.hpp"
+#include "ptk/kernels/matmul.hpp"
+
+namespace ptk::bench {
+
+namespace {
+
+// C[M,N] = A[M,K] · B[K,N] in host memory, for the CPU libraries.
+struct HostOperands {
+  std::vector<float> a, b, c;
+  HostOperands(std::int64_t M, std::int64_t N, std::int64_t K)
+      : a(static_cast<std::size_t>(M * K)), b(static_cast<std::size_t>(K * N)), c(static_cast<std::size_t>(M * N)) {
+    for (std::size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(i % 17) / 17.0f - 0.5f;
+    for (std::size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>(i % 13) / 13.0f - 0.5f;
+  }
+};
+
+void register_shape(std::int64_t M, std::int64_t N, std::int64_t K) {
+  const auto shape = "M=" + std::to_string(M) + ",N=" + std::to_string(N) + ",K=" + std::to_string(K);
+  const double flops = 2.0 * M * N * K;
+  const auto device_gemm = [=](kernels::MatmulImpl impl) {
+    return [=] {
+      const auto a = random_tensor({1, M, K}, 1), b = random_tensor({1, K, N}, 2);
+      const Tensor<Space> c({1, M, N});
+      return std::function<void()>([=] {
+        kernels::matmul_forward<Space>(c.batched_matrices(), a.batched_matrices(), b.batched_matrices(), false, false,
+                                       impl);
+      });
+    };
+  };
+  add("matmul", "ptk", shape, Rate::gflops, flops, device_gemm(kernels::MatmulImpl::portable));
+  add("matmul", "kokkos_blas", shape, Rate::gflops, flops, device_gemm(kernels::MatmulImpl::kokkos_blas));
+  add("matmul", "openblas", shape, Rate::gflops, flops, [=] {
+    auto host = std::make_shared<HostOperands>(M, N, K);
+    return std::function<void()>([=] {
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, host->a.data(), K, host->b.data(), N,
+                  0.0f, host->c.data(), N);
+    });
+  });
+  add("matmul", "onednn", shape, Rate::gflops, flops, [=] {
+    using dnnl::memory;
+    auto host = std::make_shared<HostOperands>(M, N, K);
+    auto engine = std::make_shared<dnnl::engine>(dnnl::engine::kind::cpu, 0);
+    auto stream = std::make_shared<dnnl::stream>(*engine);
+    const memory::desc a_md({M, K}, memory::data_type::f32, memory::format_tag::ab);
+    const memory::desc b_md({K, N}, memory::data_type::f32, memory::format_tag::ab);
+    const memory::desc c_md({M, N}, memory::data_type::f32, memory::format_tag::ab);
+    auto matmul = std::make_shared<dnnl::matmul>(dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_md, b_md, c_md), *engine));
+    const memory a(a_md, *engine, host->a.data()), b(b_md, *engine, host->b.data()), c(c_md, *engine, host->c.data());
+    return std::function<void()>([=] {
+      matmul->execute(*stream, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
+      stream->wait();
+      (void)host;
+    });
+  });
+}
+
+}  // namespace
+
+void register_matmul() {
+  std::vector<std::int64_t> square{128, 256, 512, 1024};
+  if (!sweep().quick) square.push_back(2048);
+  for (auto n : square) register_shape(n, n, n);
+  // GPT-2 small (d=768) linear layers on B*T tokens: qkv, attention projection, MLP up and down.
+  const std::int64_t tokens = sweep().quick ? 1024 : 4096;
+  for (auto [N, K] : std::vector<std::array<std::int64_t, 2>>{{2304, 768}, {768, 768}, {3072, 768}, {768, 3072}})
+    register_shape(tokens, N, K);
+}
+
+}  // namespace ptk::bench

@@ -1,0 +1,25 @@
+// rmsnorm sweep (rows x cols): ptk against a memcpy of the same bytes (oneDNN 2.6 has no rmsnorm).
+#include <vector>
+
+#include "bench_common.hpp"
+#include "ptk/kernels/rmsnorm.hpp"
+
+namespace ptk::bench {
+
+void register_rmsnorm() {
+  std::vector<std::array<std::int64_t, 2>> shapes{{4096, 768}, {4096, 1024}, {1024, 4096}};
+  if (!sweep().quick) shapes.insert(shapes.end(), {{16384, 768}, {4096, 8192}});
+  for (auto [rows, cols] : shapes) {
+    const auto shape = "rows=" + std::to_string(rows) + ",cols=" + std::to_string(cols);
+    const double bytes = (2.0 * rows * cols + cols + rows) * sizeof(float);
+    add("rmsnorm", "ptk", shape, Rate::gbytes, bytes, [=] {
+      const auto x = random_tensor({rows, cols}, 7, -2, 2), weight = random_tensor({cols}, 8);
+      const Tensor<Space> y({rows, cols}), rstd({rows});
+      return std::function<void()>(
+          [=] { kernels::rmsnorm_forward<Space>(y.rows(), rstd.flat(), x.rows(), weight.flat(), 1e-5f); });
+    });
+    add_memcpy("rmsnorm", shape, bytes);
+  }
+}
+
+}  // namespace ptk::bench

@@ -1,0 +1,40 @@
+// softmax sweep (rows x cols): ptk against oneDNN softmax and a memcpy of the same bytes.
+#include <oneapi/dnnl/dnnl.hpp>
+#include <vector>
+
+#include "bench_common.hpp"
+#include "ptk/kernels/softmax.hpp"
+
+namespace ptk::bench {
+
+void register_softmax() {
+  std::vector<std::array<std::int64_t, 2>> shapes{{4096, 128}, {4096, 512}, {4096, 1024}, {1024, 4096}};
+  if (!sweep().quick) shapes.insert(shapes.end(), {{16384, 1024}, {64, 50257}});
+  for (auto [rows, cols] : shapes) {
+    const auto shape = "rows=" + std::to_string(rows) + ",cols=" + std::to_string(cols);
+    const double bytes = 2.0 * rows * cols * sizeof(float);
+    add("softmax", "ptk", shape, Rate::gbytes, bytes, [=] {
+      const auto x = random_tensor({rows, cols}, 3, -4, 4);
+      const Tensor<Space> y({rows, cols});
+      return std::function<void()>([=] { kernels::softmax_forward<Space>(y.rows(), x.rows(), 1.0f, false); });
+    });
+    add("softmax", "onednn", shape, Rate::gbytes, bytes, [=] {
+      using dnnl::memory;
+      auto data = std::make_shared<std::vector<float>>(static_cast<std::size_t>(2 * rows * cols), 0.5f);
+      auto engine = std::make_shared<dnnl::engine>(dnnl::engine::kind::cpu, 0);
+      auto stream = std::make_shared<dnnl::stream>(*engine);
+      const memory::desc md({rows, cols}, memory::data_type::f32, memory::format_tag::ab);
+      auto softmax = std::make_shared<dnnl::softmax_forward>(dnnl::softmax_forward::primitive_desc(
+          dnnl::softmax_forward::desc(dnnl::prop_kind::forward_inference, md, 1), *engine));
+      const memory src(md, *engine, data->data()), dst(md, *engine, data->data() + rows * cols);
+      return std::function<void()>([=] {
+        softmax->execute(*stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
+        stream->wait();
+        (void)data;
+      });
+    });
+    add_memcpy("softmax", shape, bytes);
+  }
+}
+
+}  // namespace ptk::bench

@@ -1,0 +1,19 @@
+#pragma once
+// The subcommands of the ptk tool. Each returns the process exit status: 0 success, 2 bad input.
+#include <string>
+#include <vector>
+
+namespace ptk::tools {
+
+using Args = std::vector<std::string>;
+
+int info_command(const Args& args);
+int op_command(const Args& args);
+int bench_command(const Args& args, const std::string& self_dir);
+
+// Thrown for bad command-line input; main prints "ptk: <message>" and exits 2.
+struct UsageError {
+  std::string message;
+};
+
+}  // namespace ptk::tools
