@@ -11,7 +11,8 @@ namespace ptk::bench {
 void register_layernorm() {
   std::vector<std::array<std::int64_t, 2>> shapes{{4096, 768}, {4096, 1024}, {1024, 4096}, {16384, 128}};
   if (!sweep().quick) shapes.insert(shapes.end(), {{16384, 768}, {4096, 8192}});
-  for (auto [rows, cols] : shapes) {
+  for (const auto& rows_cols : shapes) {
+    const std::int64_t rows = rows_cols[0], cols = rows_cols[1];  // named copies: lambdas below capture them
     const auto shape = "rows=" + std::to_string(rows) + ",cols=" + std::to_string(cols);
     const double bytes = (2.0 * rows * cols + 2.0 * cols + 2.0 * rows) * sizeof(float);
     add("layernorm", "ptk", shape, Rate::gbytes, bytes, [=] {

@@ -10,7 +10,8 @@ namespace ptk::bench {
 void register_softmax() {
   std::vector<std::array<std::int64_t, 2>> shapes{{4096, 128}, {4096, 512}, {4096, 1024}, {1024, 4096}};
   if (!sweep().quick) shapes.insert(shapes.end(), {{16384, 1024}, {64, 50257}});
-  for (auto [rows, cols] : shapes) {
+  for (const auto& rows_cols : shapes) {
+    const std::int64_t rows = rows_cols[0], cols = rows_cols[1];  // named copies: lambdas below capture them
     const auto shape = "rows=" + std::to_string(rows) + ",cols=" + std::to_string(cols);
     const double bytes = 2.0 * rows * cols * sizeof(float);
     add("softmax", "ptk", shape, Rate::gbytes, bytes, [=] {

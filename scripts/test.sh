@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# The test command: installs what PRESET needs, builds it and runs the whole parity suite (ctest).
+#   scripts/test.sh [cpu|cpu-serial|debug]      (default: cpu; cuda and hip need their GPU)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+preset=${1:-cpu}
+scripts/bootstrap.sh "$preset"
+cmake --workflow --preset "$preset"
