@@ -8,8 +8,8 @@ each carrying one rate counter ("GFLOP/s" or "GB/s").  Impls starting with
 impl is divided by each of them (ratio > 1 means ptk is faster).
 
 Usage:
-    ./build/bench/ptk_bench --benchmark_out=bench.json --benchmark_out_format=json
-    python3 scripts/bench_report.py bench.json --out bench_report [--title TEXT]
+    build/cpu/ptk bench [--quick] [--out DIR]      (runs the sweeps, then this script)
+    /usr/bin/python3 scripts/bench_report.py DIR/bench.json --out DIR [--title TEXT]
 
 Writes DIR/report.md (context, one table per family, geometric-mean summary,
 skipped entries) and DIR/<family>.png (rate vs shape; needs matplotlib, else

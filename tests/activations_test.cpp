@@ -37,6 +37,9 @@ std::vector<float> make_input(const ActivationCase& c) {
   return x;
 }
 
+// gtest and ctest show the case by its name, not its bytes.
+void PrintTo(const ActivationCase& c, std::ostream* os) { *os << name(c); }
+
 template <class Space>
 void check_activation(const ActivationCase& c) {
   const auto x = make_input(c);

@@ -16,6 +16,9 @@ std::string name(const AttentionCase& c) {
          std::to_string(c.S) + "_D" + std::to_string(c.D) + (c.causal ? "_causal" : "");
 }
 
+// gtest and ctest show the case by its name, not its bytes.
+void PrintTo(const AttentionCase& c, std::ostream* os) { *os << name(c); }
+
 const std::vector<AttentionCase> kCases = {
     {1, 1, 1, 1, 1, false},     {1, 1, 1, 1, 1, true},      {2, 3, 17, 17, 8, false}, {2, 3, 17, 17, 8, true},
     {1, 2, 127, 127, 64, true}, {2, 1, 3, 17, 5, false},    {1, 1, 17, 3, 33, false}, {1, 2, 513, 513, 16, true},

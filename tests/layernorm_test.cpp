@@ -16,6 +16,9 @@ std::string name(const LayernormCase& c) {
   return shape_name(c.shape) + (c.eps == 1e-5f ? "" : "_eps1em3") + (c.constant_rows ? "_constant" : "");
 }
 
+// gtest and ctest show the case by its name, not its bytes.
+void PrintTo(const LayernormCase& c, std::ostream* os) { *os << name(c); }
+
 const std::vector<LayernormCase> kCases = [] {
   std::vector<LayernormCase> cases;
   for (std::int64_t rows : {1, 3, 17, 127})

@@ -17,6 +17,9 @@ std::string name(const MatmulCase& c) {
          (c.trans_b ? "T" : "N") + "_M" + std::to_string(c.M) + "_N" + std::to_string(c.N) + "_K" + std::to_string(c.K);
 }
 
+// gtest and ctest show the case by its name, not its bytes.
+void PrintTo(const MatmulCase& c, std::ostream* os) { *os << name(c); }
+
 // The sweep: odd sizes on every axis, all transpose combinations, batched and broadcast operands.
 const std::vector<MatmulCase> kCases = [] {
   std::vector<MatmulCase> cases;

@@ -39,6 +39,9 @@ void check_rmsnorm(const RmsnormCase& c) {
   EXPECT_TRUE(all_close(r.rstd.to_vector(), want_rstd, {rows}, tol)) << Space::name() << " rstd";
 }
 
+// gtest and ctest show the case by its name, not its bytes.
+void PrintTo(const RmsnormCase& c, std::ostream* os) { *os << name(c); }
+
 class RmsnormParity : public ::testing::TestWithParam<RmsnormCase> {};
 
 TEST_P(RmsnormParity, Forward) {

@@ -24,6 +24,9 @@ std::string name(const SoftmaxCase& c) {
          (c.causal ? "_causal_" : "_") + fills[static_cast<int>(c.fill)];
 }
 
+// gtest and ctest show the case by its name, not its bytes.
+void PrintTo(const SoftmaxCase& c, std::ostream* os) { *os << name(c); }
+
 const std::vector<SoftmaxCase> kCases = [] {
   std::vector<SoftmaxCase> cases;
   for (std::int64_t rows : {1, 3, 17, 127})
