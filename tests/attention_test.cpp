@@ -59,6 +59,14 @@ TEST(AttentionErrors, NameTheShapes) {
   }
   EXPECT_THROW(ops::attention(Tensor<S>({1, 2, 5, 8}), Tensor<S>({1, 2, 7, 4}), Tensor<S>({1, 2, 7, 4})), Error);
   EXPECT_THROW(ops::attention(Tensor<S>({2, 5, 8}), Tensor<S>({2, 5, 8}), Tensor<S>({2, 5, 8})), Error);
+  // 1 x 1 x 50000 x 50000 scores exceed the 32-bit index range: refused before allocating 10 GB.
+  try {
+    ops::attention(Tensor<S>({1, 1, 50000, 1}), Tensor<S>({1, 1, 50000, 1}), Tensor<S>({1, 1, 50000, 1}));
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "attention: the score matrix would have shape [1, 1, 50000, 50000] (2500000000 elements); "
+                           "ptk kernels index with 32-bit ints");
+  }
 }
 
 }  // namespace

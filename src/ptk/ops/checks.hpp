@@ -20,6 +20,12 @@ void check_tensor(const char* op, const char* name, const Tensor<Space>& t, int 
           "); ptk kernels index with 32-bit ints");
 }
 
+// An output the op is about to allocate: same int limit, checked before any memory is taken.
+inline void check_output_shape(const char* op, const char* name, const Shape& shape) {
+  require(element_count(shape) <= INT_MAX, op, ": ", name, " would have shape ", to_string(shape), " (",
+          element_count(shape), " elements); ptk kernels index with 32-bit ints");
+}
+
 // A per-feature parameter (gamma, beta, weight) must be [N] for an input whose last dim is N.
 template <class Space>
 void check_feature_vector(const char* op, const char* name, const Tensor<Space>& param, const Tensor<Space>& x) {

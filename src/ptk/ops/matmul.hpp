@@ -23,8 +23,8 @@ Tensor<Space> matmul(const Tensor<Space>& a, const Tensor<Space>& b, bool trans_
   require(a.rank() == 2 || b.rank() == 2 || a.dim(0) == b.dim(0), "matmul: batch sizes differ for ", describe());
   Shape c_shape{M, N};
   if (a.rank() == 3 || b.rank() == 3) c_shape.insert(c_shape.begin(), a.rank() == 3 ? a.dim(0) : b.dim(0));
+  check_output_shape("matmul", "C", c_shape);
   Tensor<Space> c(c_shape, "ptk::matmul");
-  check_tensor("matmul", "C", c, 2, 3);
   kernels::matmul_forward<Space>(c.batched_matrices(), a.batched_matrices(), b.batched_matrices(), trans_a, trans_b,
                                  impl);
   return c;
