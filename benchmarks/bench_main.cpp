@@ -4,7 +4,6 @@
 #include <vector>
 
 #include "bench_common.hpp"
-#include "ptk/core/compat.hpp"
 
 namespace ptk::bench {
 

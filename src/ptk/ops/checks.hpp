@@ -12,10 +12,11 @@ namespace ptk::ops {
 template <class Space>
 void check_tensor(const char* op, const char* name, const Tensor<Space>& t, int min_rank, int max_rank) {
   require(t.defined(), op, ": ", name, " is an empty (undefined) tensor");
-  require(t.rank() >= min_rank && t.rank() <= max_rank, op, ": ", name, " must have rank ",
-          min_rank == max_rank ? std::to_string(min_rank)
-                               : std::to_string(min_rank) + ".." + (max_rank == INT_MAX ? "" : std::to_string(max_rank)),
-          ", got shape ", to_string(t.shape()));
+  const auto ranks = min_rank == max_rank   ? std::to_string(min_rank)
+                     : max_rank == INT_MAX ? "at least " + std::to_string(min_rank)
+                                           : std::to_string(min_rank) + ".." + std::to_string(max_rank);
+  require(t.rank() >= min_rank && t.rank() <= max_rank, op, ": ", name, " must have rank ", ranks, ", got shape ",
+          to_string(t.shape()));
   require(t.numel() <= INT_MAX, op, ": ", name, " has ", t.numel(), " elements (shape ", to_string(t.shape()),
           "); ptk kernels index with 32-bit ints");
 }
