@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what a ptk preset needs on Debian 12 and builds Kokkos + Kokkos Kernels 3.4.01 for it.
 #
-#   scripts/bootstrap.sh [cpu|cpu-serial|debug|cuda|hip]     (default: cpu)
+#   scripts/bootstrap.sh [cpu|cpu-portable|cpu-serial|debug|cuda|hip]     (default: cpu)
 #
 # Idempotent: a second run that finds the packages and the Kokkos install does nothing.
 # Kokkos comes from Debian's `trilinos` source package (apt-get source) and is installed into
@@ -12,8 +12,8 @@ set -euo pipefail
 
 preset=${1:-cpu}
 case "$preset" in
-  cpu | cpu-serial | debug | cuda | hip) ;;
-  *) echo "bootstrap: unknown preset '$preset' (expected cpu, cpu-serial, debug, cuda or hip)" >&2; exit 2 ;;
+  cpu | cpu-portable | cpu-serial | debug | cuda | hip) ;;
+  *) echo "bootstrap: unknown preset '$preset' (expected cpu, cpu-portable, cpu-serial, debug, cuda or hip)" >&2; exit 2 ;;
 esac
 
 kokkos_version=3.4.01
@@ -43,12 +43,17 @@ for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q '^install ok installed$' || missing+=("$p")
 done
 
+# The CPU flavours are compiled for this machine's instruction set (-march=native: AVX2/AVX-512
+# where the CPU has them), as ptk itself is; cpu-portable targets baseline x86-64 for binaries
+# that must run on other machines.
 kokkos_config() {
   local common=(-G Ninja -DCMAKE_CXX_STANDARD=17 -DCMAKE_CXX_EXTENSIONS=OFF -DKokkos_ENABLE_SERIAL=ON)
+  local native=-DCMAKE_CXX_FLAGS=-march=native
   case "$preset" in
-    cpu) echo "${common[@]} -DCMAKE_BUILD_TYPE=Release -DKokkos_ENABLE_OPENMP=ON" ;;
-    cpu-serial) echo "${common[@]} -DCMAKE_BUILD_TYPE=Release" ;;
-    debug) echo "${common[@]} -DCMAKE_BUILD_TYPE=Debug -DKokkos_ENABLE_OPENMP=ON -DKokkos_ENABLE_DEBUG=ON -DKokkos_ENABLE_DEBUG_BOUNDS_CHECK=ON" ;;
+    cpu) echo "${common[@]} -DCMAKE_BUILD_TYPE=Release -DKokkos_ENABLE_OPENMP=ON $native" ;;
+    cpu-portable) echo "${common[@]} -DCMAKE_BUILD_TYPE=Release -DKokkos_ENABLE_OPENMP=ON" ;;
+    cpu-serial) echo "${common[@]} -DCMAKE_BUILD_TYPE=Release $native" ;;
+    debug) echo "${common[@]} -DCMAKE_BUILD_TYPE=Debug -DKokkos_ENABLE_OPENMP=ON -DKokkos_ENABLE_DEBUG=ON -DKokkos_ENABLE_DEBUG_BOUNDS_CHECK=ON $native" ;;
     cuda) echo "${common[@]} -DCMAKE_BUILD_TYPE=Release -DKokkos_ENABLE_CUDA=ON -DKokkos_ENABLE_CUDA_LAMBDA=ON -DKokkos_ARCH_AMPERE80=ON -DCMAKE_CXX_FLAGS=-arch=sm_80" ;;
     hip) echo "${common[@]} -DCMAKE_BUILD_TYPE=Release -DKokkos_ENABLE_HIP=ON -DKokkos_ARCH_VEGA908=ON -DCMAKE_CXX_FLAGS=--offload-arch=gfx90a" ;;
   esac

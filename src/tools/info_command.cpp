@@ -31,6 +31,31 @@ std::string backends() {
   return s;
 }
 
+// The widest vector ISA the compiler was allowed to use for this binary (-march), and whether the
+// CPU running it has it: a native build carried to an older CPU dies of SIGILL, not of a message.
+std::string compiled_isa() {
+#if defined(__AVX512F__)
+  const char* isa = "AVX-512";
+  const bool here = __builtin_cpu_supports("avx512f");
+#elif defined(__AVX2__)
+  const char* isa = "AVX2";
+  const bool here = __builtin_cpu_supports("avx2");
+#elif defined(__AVX__)
+  const char* isa = "AVX";
+  const bool here = __builtin_cpu_supports("avx");
+#elif defined(__x86_64__)
+  const char* isa = "SSE2 (baseline x86-64)";
+  const bool here = true;
+#elif defined(__ARM_NEON)
+  const char* isa = "NEON";
+  const bool here = true;
+#else
+  const char* isa = "generic";
+  const bool here = true;
+#endif
+  return std::string(isa) + (here ? "" : " (this CPU lacks it)");
+}
+
 std::string host_memory() {
   std::ifstream meminfo("/proc/meminfo");
   std::string key, unit;
@@ -48,6 +73,7 @@ int info_command(const Args& args) {
             << "Kokkos version:          " << KOKKOS_VERSION / 10000 << '.' << KOKKOS_VERSION / 100 % 100 << '.'
             << KOKKOS_VERSION % 100 << '\n'
             << "backends built in:       " << backends() << '\n'
+            << "host ISA compiled for:   " << compiled_isa() << '\n'
             << "default execution space: " << Kokkos::DefaultExecutionSpace::name() << " (ptk op --device default)\n"
             << "host execution space:    " << Kokkos::DefaultHostExecutionSpace::name() << " (ptk op --device host)\n"
             << "concurrency:             " << Kokkos::DefaultExecutionSpace().concurrency() << " (default), "
