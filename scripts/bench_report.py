@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Turn a Google Benchmark JSON file from the ptk benchmarks into a report.
+"""Turn Google Benchmark JSON files from the ptk benchmarks into a report.
 
 Benchmarks are expected to be named <family>/<impl>/<shape>, e.g.
 ``matmul/ptk/M=1024,N=1024,K=1024`` or ``softmax/onednn/rows=4096,cols=1024``,
@@ -9,7 +9,11 @@ impl is divided by each of them (ratio > 1 means ptk is faster).
 
 Usage:
     build/cpu/ptk bench [--quick] [--out DIR]      (runs the sweeps, then this script)
-    /usr/bin/python3 scripts/bench_report.py DIR/bench.json --out DIR [--title TEXT]
+    /usr/bin/python3 scripts/bench_report.py A.json [B.json ...] --out DIR [--merged M.json] [--title TEXT]
+
+Several inputs (``ptk bench`` runs each implementation in its own process and
+writes one file each) are merged: their benchmarks are pooled, the first file's
+context is kept, and --merged writes the pooled file.
 
 Writes DIR/report.md (context, one table per family, geometric-mean summary,
 skipped entries) and DIR/<family>.png (rate vs shape; needs matplotlib, else
@@ -175,22 +179,32 @@ def die(msg):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("json", help="Google Benchmark JSON output file")
+    ap.add_argument("json", nargs="+", help="Google Benchmark JSON output file(s)")
     ap.add_argument("--out", required=True, help="output directory")
+    ap.add_argument("--merged", help="write the pooled benchmarks of all inputs to this JSON file")
     ap.add_argument("--title", default="ptk benchmark report")
     args = ap.parse_args()
 
-    try:
-        data = json.loads(Path(args.json).read_text())
-    except OSError as e:
-        die(f"cannot read {args.json}: {e.strerror or e}")
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        die(f"{args.json} is not valid JSON: {e}")
-    if not isinstance(data, dict) or not isinstance(data.get("benchmarks"), list):
-        die(f"{args.json} is not Google Benchmark JSON (no 'benchmarks' list)")
-    ctx = data.get("context") if isinstance(data.get("context"), dict) else {}
+    ctx, benchmarks = None, []
+    for path in args.json:
+        try:
+            data = json.loads(Path(path).read_text())
+        except OSError as e:
+            die(f"cannot read {path}: {e.strerror or e}")
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            die(f"{path} is not valid JSON: {e}")
+        if not isinstance(data, dict) or not isinstance(data.get("benchmarks"), list):
+            die(f"{path} is not Google Benchmark JSON (no 'benchmarks' list)")
+        if ctx is None:
+            ctx = data.get("context") if isinstance(data.get("context"), dict) else {}
+        benchmarks += data["benchmarks"]
+    if len(args.json) > 1:
+        ctx = dict(ctx, ptk_processes="one per implementation")
+    if args.merged:
+        Path(args.merged).write_text(json.dumps({"context": ctx, "benchmarks": benchmarks}, indent=1))
+    source = ", ".join(f"`{p}`" for p in args.json)
 
-    results, skipped = collect(data["benchmarks"])
+    results, skipped = collect(benchmarks)
     tables = build_tables(results)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -204,7 +218,7 @@ def main():
         no_plot = f"Plots not generated: matplotlib is not importable ({e})."
         print(f"bench_report.py: {no_plot}", file=sys.stderr)
 
-    md = [f"# {args.title}", "", f"Source: `{args.json}`", "", "## Machine", ""]
+    md = [f"# {args.title}", "", f"Source: {source}", "", "## Machine", ""]
     extra = [k for k in ctx if k not in CONTEXT_KEYS and k not in GBENCH_KEYS]
     for k in [k for k in CONTEXT_KEYS if k in ctx] + extra:
         v = ctx[k]
@@ -213,8 +227,9 @@ def main():
            "Rates are as reported by Google Benchmark (the median aggregate when repetitions "
            "were run); higher is better. A `ptk / <impl>` column is ptk's rate divided by that "
            "impl's rate on the same shape: above 1 means ptk is faster. `memcpy` rows are a "
-           "bandwidth ceiling, not a competitor. The machine may be shared and noisy, so "
-           "compare numbers within one run rather than across runs.", ""]
+           "bandwidth ceiling, not a competitor. Each implementation ran in its own process "
+           "(no thread pool competes with another's), warmed up. The machine may be shared "
+           "and noisy, so compare numbers within one run rather than across runs.", ""]
     text = []
     for fam, table in tables.items():
         text += [family_markdown(fam, table), ""]

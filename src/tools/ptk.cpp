@@ -19,7 +19,9 @@ const char* const kUsage = R"(usage:
   ptk info                                   Kokkos version, backends, devices, memory
   ptk op NAME --in A.npy [--in B.npy ...] [--set key=value ...] --out Y.npy [--out Z.npy ...]
          [--device host|default]             run one op on .npy files (ptk op --help lists ops)
-  ptk bench [--quick] [--out DIR]            benchmark sweeps -> DIR/report.md, DIR/*.png, DIR/bench.json
+  ptk bench [--quick] [--out DIR] [--filter REGEX] [--repetitions N]
+                                             benchmark sweeps, one process per implementation
+                                             -> DIR/report.md, DIR/*.png, DIR/bench.json
 Exit status: 0 on success, 2 on bad input (one-line message on stderr).
 )";
 
