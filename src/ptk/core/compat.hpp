@@ -11,9 +11,11 @@ namespace ptk::compat {
 // Math functions moved from Kokkos::Experimental to Kokkos in 3.7 (and left Experimental in 4.0).
 #if KOKKOS_VERSION >= 30700
 using Kokkos::exp;
+using Kokkos::log;
 using Kokkos::sqrt;
 #else
 using Kokkos::Experimental::exp;
+using Kokkos::Experimental::log;
 using Kokkos::Experimental::sqrt;
 #endif
 

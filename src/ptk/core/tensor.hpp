@@ -26,6 +26,11 @@ template <class Space>
 using ConstMatrix = Kokkos::View<const float**, Kokkos::LayoutRight, Space>;
 template <class Space>
 using ConstTensor3 = Kokkos::View<const float***, Kokkos::LayoutRight, Space>;
+// Token ids and class targets.
+template <class Space>
+using IndexVector = Kokkos::View<int*, Kokkos::LayoutRight, Space>;
+template <class Space>
+using ConstIndexVector = Kokkos::View<const int*, Kokkos::LayoutRight, Space>;
 
 inline std::int64_t element_count(const Shape& shape) {
   std::int64_t n = 1;
