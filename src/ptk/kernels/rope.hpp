@@ -1,0 +1,61 @@
+#pragma once
+// rope_forward:  out[o,t,h,i] = x_i cos θ - x_{i+D/2} sin θ,  out[o,t,h,i+D/2] = x_i sin θ + x_{i+D/2} cos θ,
+//                θ = t · base^(-2i/D), i < D/2, for x[O,T,H,D] (rotary embedding, half-split pairs as GPT-NeoX/Llama).
+// rope_backward: dx += the same rotation by -θ applied to dout (a rotation's inverse is its transpose).
+#include <Kokkos_Core.hpp>
+
+#include "ptk/core/tensor.hpp"
+
+namespace ptk::kernels {
+
+template <class Space>
+using Tensor4 = Kokkos::View<float****, Kokkos::LayoutRight, Space>;
+template <class Space>
+using ConstTensor4 = Kokkos::View<const float****, Kokkos::LayoutRight, Space>;
+
+// The view [O, T, H, D] covers both layouts: [B,H,T,D] is O = B·H, H = 1; [B,T,H,D] is O = B.
+// cos_table and sin_table are [T, D/2], computed once in double by the op: fp32 θ = t·f would
+// carry an error of u·θ (5e-4 rad at t = 8192) into every rotation.
+template <class Space, bool kBackward>
+struct Rope {
+  Tensor4<Space> out;
+  ConstTensor4<Space> inp;
+  ConstMatrix<Space> cos_table, sin_table;
+
+  KOKKOS_INLINE_FUNCTION void operator()(const int o, const int t, const int h) const {
+    const int half = static_cast<int>(cos_table.extent(1));
+    for (int i = 0; i < half; ++i) {
+      const float c = cos_table(t, i), s = kBackward ? -sin_table(t, i) : sin_table(t, i);
+      const float x1 = inp(o, t, h, i), x2 = inp(o, t, h, i + half);
+      if (kBackward) {
+        out(o, t, h, i) += x1 * c - x2 * s;
+        out(o, t, h, i + half) += x1 * s + x2 * c;
+      } else {
+        out(o, t, h, i) = x1 * c - x2 * s;
+        out(o, t, h, i + half) = x1 * s + x2 * c;
+      }
+    }
+  }
+};
+
+template <class Space, bool kBackward>
+void rope_launch(const char* label, const Tensor4<Space>& out, const ConstTensor4<Space>& inp,
+                 const ConstMatrix<Space>& cos_table, const ConstMatrix<Space>& sin_table) {
+  const auto policy = Kokkos::MDRangePolicy<Space, Kokkos::Rank<3>>(
+      {0, 0, 0}, {static_cast<long>(inp.extent(0)), static_cast<long>(inp.extent(1)), static_cast<long>(inp.extent(2))});
+  Kokkos::parallel_for(label, policy, Rope<Space, kBackward>{out, inp, cos_table, sin_table});
+}
+
+template <class Space>
+void rope_forward(const Tensor4<Space>& out, const ConstTensor4<Space>& inp, const ConstMatrix<Space>& cos_table,
+                  const ConstMatrix<Space>& sin_table) {
+  rope_launch<Space, false>("ptk::rope_forward", out, inp, cos_table, sin_table);
+}
+
+template <class Space>
+void rope_backward(const Tensor4<Space>& dinp, const ConstTensor4<Space>& dout, const ConstMatrix<Space>& cos_table,
+                   const ConstMatrix<Space>& sin_table) {
+  rope_launch<Space, true>("ptk::rope_backward", dinp, dout, cos_table, sin_table);
+}
+
+}  // namespace ptk::kernels
