@@ -63,6 +63,32 @@ void register_shape(std::int64_t M, std::int64_t N, std::int64_t K) {
   });
 }
 
+// Attention-like batched products (per head: QKᵀ with trans_b, then P·V): many small matrices.
+void register_batched(std::int64_t B, std::int64_t M, std::int64_t N, std::int64_t K, bool trans_b) {
+  const auto shape = "B=" + std::to_string(B) + ",M=" + std::to_string(M) + ",N=" + std::to_string(N) +
+                     ",K=" + std::to_string(K) + ",trans_b=" + std::to_string(int(trans_b));
+  const double flops = 2.0 * B * M * N * K;
+  add("matmul", "ptk", shape, Rate::gflops, flops, [=] {
+    const auto a = random_tensor({B, M, K}, 1);
+    const auto b = random_tensor(trans_b ? Shape{B, N, K} : Shape{B, K, N}, 2);
+    const Tensor<Space> c({B, M, N});
+    return std::function<void()>([=] {
+      kernels::matmul_forward<Space>(c.batched_matrices(), a.batched_matrices(), b.batched_matrices(), false, trans_b);
+    });
+  });
+  add("matmul", "openblas", shape, Rate::gflops, flops, [=] {
+    auto host = std::make_shared<HostOperands>(B * M, N, K);  // a and c: B stacked matrices
+    host->b.resize(static_cast<std::size_t>(B * K * N));
+    for (std::size_t i = 0; i < host->b.size(); ++i) host->b[i] = static_cast<float>(i % 13) / 13.0f - 0.5f;
+    return std::function<void()>([=] {
+      for (std::int64_t i = 0; i < B; ++i)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, M, N, K, 1.0f,
+                    host->a.data() + i * M * K, K, host->b.data() + i * K * N, trans_b ? K : N, 0.0f,
+                    host->c.data() + i * M * N, N);
+    });
+  });
+}
+
 }  // namespace
 
 void register_matmul() {
@@ -73,6 +99,9 @@ void register_matmul() {
   const std::int64_t tokens = sweep().quick ? 1024 : 4096;
   for (auto [N, K] : std::vector<std::array<std::int64_t, 2>>{{2304, 768}, {768, 768}, {3072, 768}, {768, 3072}})
     register_shape(tokens, N, K);
+  // GPT-2 small attention heads (T = 256, D = 64) over B·H = 48: scores QKᵀ and P·V.
+  register_batched(48, 256, 256, 64, true);
+  register_batched(48, 256, 64, 256, false);
 }
 
 }  // namespace ptk::bench

@@ -1,4 +1,6 @@
 // matmul parity: ptk::ops::matmul (portable kernel and KokkosBlas::gemm) against the oracle.
+#include <iostream>
+
 #include "parity.hpp"
 #include "ptk/ops/matmul.hpp"
 #include "ptk/reference/matmul.hpp"
@@ -36,6 +38,14 @@ const std::vector<MatmulCase> kCases = [] {
   cases.push_back({4, 0, 33, 129, 17, false, true});
   cases.push_back({0, 2, 5, 7, 513, true, false});  // shared left operand
   cases.push_back({1, 1, 1, 1, 1, false, false});
+  // Long reductions: the kernel sums K in slabs, then the slabs.
+  cases.push_back({0, 0, 3, 5, 4096, false, false});
+  cases.push_back({0, 0, 2, 33, 16384, true, true});
+  cases.push_back({0, 0, 2, 3, 65536, false, true});
+  cases.push_back({2, 2, 5, 3, 65536, true, false});
+  // Attention-like batched shapes: QK^T (trans_b) and P·V.
+  cases.push_back({6, 6, 64, 64, 32, false, true});
+  cases.push_back({6, 6, 64, 32, 64, false, false});
   return cases;
 }();
 
@@ -76,6 +86,66 @@ TEST_P(MatmulParity, Forward) {
 INSTANTIATE_TEST_SUITE_P(Sweep, MatmulParity, ::testing::ValuesIn(kCases),
                          [](const auto& info) { return name(info.param); });
 
+// C = alpha · op(A) · op(B) + beta · C in place, against the oracle's product combined in double.
+template <class Space>
+void check_accumulate(const MatmulCase& c, float alpha, float beta) {
+  const Shape a_shape = operand_shape(c.batch_a, c.M, c.K, c.trans_a);
+  const Shape b_shape = operand_shape(c.batch_b, c.K, c.N, c.trans_b);
+  const auto a = uniform(element_count(a_shape), -1, 1, name(c) + "a");
+  const auto b = uniform(element_count(b_shape), -1, 1, name(c) + "b");
+  const std::int64_t batch = std::max<std::int64_t>({c.batch_a, c.batch_b, 1});
+  Shape c_shape{c.M, c.N};
+  if (c.batch_a > 0 || c.batch_b > 0) c_shape.insert(c_shape.begin(), batch);
+  const auto c0 = uniform(element_count(c_shape), -1, 1, name(c) + "c");
+  std::vector<float> product(c0.size()), want(c0.size());
+  reference::matmul_forward(product.data(), a.data(), b.data(), batch, c.M, c.N, c.K, c.trans_a, c.trans_b,
+                            c.batch_a > 0, c.batch_b > 0);
+  for (std::size_t i = 0; i < want.size(); ++i)
+    want[i] = static_cast<float>(double(alpha) * product[i] + double(beta) * c0[i]);
+
+  const auto A = Tensor<Space>::from_host(a_shape, a), B = Tensor<Space>::from_host(b_shape, b);
+  for (auto impl : {ops::MatmulImpl::portable, ops::MatmulImpl::kokkos_blas}) {
+    const auto C = Tensor<Space>::from_host(c_shape, c0);
+    ops::matmul_accumulate(C, A, B, c.trans_a, c.trans_b, alpha, beta, impl);
+    EXPECT_TRUE(all_close(C.to_vector(), want, c_shape, tolerance::matmul(c.K)))
+        << Space::name() << (impl == ops::MatmulImpl::portable ? " portable kernel" : " KokkosBlas::gemm")
+        << " alpha=" << alpha << " beta=" << beta;
+  }
+}
+
+TEST(MatmulAccumulate, AlphaBeta) {
+  const std::vector<MatmulCase> cases{{0, 0, 17, 127, 33, false, false}, {3, 3, 127, 17, 65, true, true},
+                                      {4, 0, 33, 129, 17, false, true},  {0, 2, 5, 7, 513, true, false},
+                                      {0, 0, 13, 40, 1000, false, false}};
+  for (const auto& c : cases)
+    for (auto [alpha, beta] : std::vector<std::pair<float, float>>{{1, 1}, {-0.5f, 1}, {2, 0.25f}, {1, 0}})
+      for_each_space([&](auto space) { check_accumulate<typename decltype(space)::type>(c, alpha, beta); });
+}
+
+// Long K: the portable kernel's worst error against the float64 oracle must stay within a small
+// multiple of OpenBLAS's (sgemm through KokkosBlas::gemm's BLAS TPL) on the same data.
+TEST(MatmulAccuracy, LongKNoWorseThanBlas) {
+  using S = Kokkos::DefaultHostExecutionSpace;
+  for (std::int64_t K : {4096, 16384, 65536}) {
+    const MatmulCase c{0, 0, 16, 16, K, false, false};
+    const auto a = uniform(c.M * K, -1, 1, name(c) + "a"), b = uniform(K * c.N, -1, 1, name(c) + "b");
+    std::vector<double> want(static_cast<std::size_t>(c.M * c.N), 0.0);
+    for (std::int64_t m = 0; m < c.M; ++m)
+      for (std::int64_t k = 0; k < K; ++k)
+        for (std::int64_t n = 0; n < c.N; ++n) want[m * c.N + n] += double(a[m * K + k]) * double(b[k * c.N + n]);
+    const auto A = Tensor<S>::from_host({c.M, K}, a), B = Tensor<S>::from_host({K, c.N}, b);
+    const auto max_error = [&](ops::MatmulImpl impl) {
+      const auto got = ops::matmul(A, B, false, false, impl).to_vector();
+      double worst = 0;
+      for (std::size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::fabs(got[i] - want[i]));
+      return worst / tolerance::u;
+    };
+    const double ptk = max_error(ops::MatmulImpl::portable), blas = max_error(ops::MatmulImpl::kokkos_blas);
+    std::cout << "[ accuracy ] K=" << K << ": max |error| ptk " << ptk << " u, OpenBLAS " << blas << " u\n";
+    EXPECT_LE(ptk, 2.0 * blas + 64.0) << "K=" << K;
+  }
+}
+
 template <class Space>
 std::string matmul_error(const Shape& a, const Shape& b, bool ta = false, bool tb = false) {
   try {
@@ -97,6 +167,7 @@ TEST(MatmulErrors, NameTheShapes) {
   EXPECT_EQ(matmul_error<S>({2, 2, 3, 4}, {4, 5}), "matmul: A must have rank 2..3, got shape [2, 2, 3, 4]");
   EXPECT_EQ(matmul_error<S>({4}, {4, 5}), "matmul: A must have rank 2..3, got shape [4]");
   EXPECT_THROW(ops::matmul(Tensor<S>(), Tensor<S>({4, 5})), Error);
+  EXPECT_THROW(ops::matmul_accumulate(Tensor<S>({2, 4}), Tensor<S>({2, 3}), Tensor<S>({3, 5})), Error);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #pragma once
 // matmul: C = op(A) · op(B) for A[M,K] or [B,M,K] and B[K,N] or [B,K,N] (transposed storage with
 // trans_a / trans_b); a rank-2 operand is broadcast over the other's batch. C is [M,N] or [B,M,N].
+// matmul_accumulate: C = alpha · op(A) · op(B) + beta · C in place (defaults: C += op(A) · op(B)).
 #include "ptk/kernels/matmul.hpp"
 #include "ptk/ops/checks.hpp"
 
@@ -8,26 +9,50 @@ namespace ptk::ops {
 
 using kernels::MatmulImpl;
 
+namespace detail {
+
+// Checks A and B (and their agreement) and returns C's shape.
 template <class Space>
-Tensor<Space> matmul(const Tensor<Space>& a, const Tensor<Space>& b, bool trans_a = false, bool trans_b = false,
-                     MatmulImpl impl = MatmulImpl::portable) {
-  check_tensor("matmul", "A", a, 2, 3);
-  check_tensor("matmul", "B", b, 2, 3);
+Shape matmul_shape(const char* op, const Tensor<Space>& a, const Tensor<Space>& b, bool trans_a, bool trans_b) {
+  check_tensor(op, "A", a, 2, 3);
+  check_tensor(op, "B", b, 2, 3);
   const auto M = a.dim(trans_a ? -1 : -2), Ka = a.dim(trans_a ? -2 : -1);
   const auto Kb = b.dim(trans_b ? -1 : -2), N = b.dim(trans_b ? -2 : -1);
   const auto describe = [&] {
     return "A " + to_string(a.shape()) + " (trans_a=" + std::to_string(trans_a) + "), B " + to_string(b.shape()) +
            " (trans_b=" + std::to_string(trans_b) + ")";
   };
-  require(Ka == Kb, "matmul: inner dimensions differ: op(A) has K=", Ka, " and op(B) has K=", Kb, " for ", describe());
-  require(a.rank() == 2 || b.rank() == 2 || a.dim(0) == b.dim(0), "matmul: batch sizes differ for ", describe());
+  require(Ka == Kb, op, ": inner dimensions differ: op(A) has K=", Ka, " and op(B) has K=", Kb, " for ", describe());
+  require(a.rank() == 2 || b.rank() == 2 || a.dim(0) == b.dim(0), op, ": batch sizes differ for ", describe());
   Shape c_shape{M, N};
   if (a.rank() == 3 || b.rank() == 3) c_shape.insert(c_shape.begin(), a.rank() == 3 ? a.dim(0) : b.dim(0));
-  check_output_shape("matmul", "C", c_shape);
-  Tensor<Space> c(c_shape, "ptk::matmul");
+  check_output_shape(op, "C", c_shape);
+  return c_shape;
+}
+
+}  // namespace detail
+
+template <class Space>
+Tensor<Space> matmul(const Tensor<Space>& a, const Tensor<Space>& b, bool trans_a = false, bool trans_b = false,
+                     MatmulImpl impl = MatmulImpl::portable) {
+  Tensor<Space> c(detail::matmul_shape("matmul", a, b, trans_a, trans_b), "ptk::matmul");
   kernels::matmul_forward<Space>(c.batched_matrices(), a.batched_matrices(), b.batched_matrices(), trans_a, trans_b,
                                  impl);
   return c;
+}
+
+// In place: C = alpha · op(A) · op(B) + beta · C, C shaped as matmul(A, B) would return it. The
+// defaults accumulate (C += op(A) · op(B)), as a backward pass adds into a gradient.
+template <class Space>
+void matmul_accumulate(const Tensor<Space>& c, const Tensor<Space>& a, const Tensor<Space>& b, bool trans_a = false,
+                       bool trans_b = false, float alpha = 1.0f, float beta = 1.0f,
+                       MatmulImpl impl = MatmulImpl::portable) {
+  const Shape c_shape = detail::matmul_shape("matmul_accumulate", a, b, trans_a, trans_b);
+  check_tensor("matmul_accumulate", "C", c, 2, 3);
+  require(c.shape() == c_shape, "matmul_accumulate: C has shape ", to_string(c.shape()), ", op(A) · op(B) has ",
+          to_string(c_shape));
+  kernels::matmul_forward<Space>(c.batched_matrices(), a.batched_matrices(), b.batched_matrices(), trans_a, trans_b,
+                                 alpha, beta, impl);
 }
 
 }  // namespace ptk::ops
