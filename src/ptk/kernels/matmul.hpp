@@ -49,6 +49,8 @@ template <class Space>
 struct MatmulForward {
   using Tiles = MatmulTiles<Space>;
   static constexpr int MR = Tiles::kMicroRows, NR = Tiles::kMicroCols;
+  // Summation depth: k is summed in chunks of kChunk, chunks into a slab sum, slab sums into c.
+  static constexpr int kChunk = 64;
   using Policy = Kokkos::TeamPolicy<Space>;
   using Team = typename Policy::member_type;
   using Scratch =
@@ -140,16 +142,25 @@ struct MatmulForward {
         const int p = t % row_panels, q = t / row_panels;  // consecutive tiles share a B panel
         const float* ap = a_pack + static_cast<std::size_t>(p) * kc * MR;
         const float* bp = b_pack + static_cast<std::size_t>(q) * kc * NR;
+        // Registers hold the sum over kChunk steps; chunk sums are added into acc (L1 on the host).
         float acc[MR][NR];
         for (int r = 0; r < MR; ++r)
           for (int j = 0; j < NR; ++j) acc[r][j] = 0.0f;
-        for (int k = 0; k < kc; ++k) {
-          const float* ak = ap + k * MR;
-          const float* bk = bp + k * NR;
-          for (int r = 0; r < MR; ++r) {
-            const float ar = ak[r];
-            for (int j = 0; j < NR; ++j) acc[r][j] += ar * bk[j];
+        for (int k0c = 0; k0c < kc; k0c += kChunk) {
+          const int k_end = kc - k0c < kChunk ? kc : k0c + kChunk;
+          float part[MR][NR];
+          for (int r = 0; r < MR; ++r)
+            for (int j = 0; j < NR; ++j) part[r][j] = 0.0f;
+          for (int k = k0c; k < k_end; ++k) {
+            const float* ak = ap + k * MR;
+            const float* bk = bp + k * NR;
+            for (int r = 0; r < MR; ++r) {
+              const float ar = ak[r];
+              for (int j = 0; j < NR; ++j) part[r][j] += ar * bk[j];
+            }
           }
+          for (int r = 0; r < MR; ++r)
+            for (int j = 0; j < NR; ++j) acc[r][j] += part[r][j];
         }
         const int r_end = rows - p * MR < MR ? rows - p * MR : MR;
         const int j_end = cols - q * NR < NR ? cols - q * NR : NR;
