@@ -1,4 +1,5 @@
-// gelu and silu sweeps over n: ptk against a memcpy of the same bytes.
+// gelu and silu sweeps over n: ptk against a memcpy of the same bytes. The last two sizes are the
+// out-of-cache row-op shapes 8192x4096 and 32768x768, flattened.
 #include <vector>
 
 #include "bench_common.hpp"
@@ -8,7 +9,7 @@
 namespace ptk::bench {
 
 void register_activations() {
-  std::vector<std::int64_t> sizes{1 << 16, 1 << 20, 4096 * 3072};
+  std::vector<std::int64_t> sizes{1 << 16, 1 << 20, 4096 * 3072, 8192 * 4096, 32768 * 768};
   if (!sweep().quick) sizes.push_back(16384 * 3072);
   for (const char* family : {"gelu", "silu"})
     for (auto n : sizes) {

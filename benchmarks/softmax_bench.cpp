@@ -8,7 +8,8 @@
 namespace ptk::bench {
 
 void register_softmax() {
-  std::vector<std::array<std::int64_t, 2>> shapes{{4096, 128}, {4096, 512}, {4096, 1024}, {1024, 4096}};
+  std::vector<std::array<std::int64_t, 2>> shapes{{4096, 128}, {4096, 512}, {4096, 1024}, {1024, 4096},
+                                                  {8192, 4096}, {32768, 768}};
   if (!sweep().quick) shapes.insert(shapes.end(), {{16384, 1024}, {64, 50257}});
   for (const auto& rows_cols : shapes) {
     const std::int64_t rows = rows_cols[0], cols = rows_cols[1];  // named copies: lambdas below capture them

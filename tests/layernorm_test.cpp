@@ -1,4 +1,5 @@
 // layernorm parity: ptk::ops::layernorm (out, mean, rstd) against the oracle, constant rows included.
+#include "hard_rows.hpp"
 #include "parity.hpp"
 #include "ptk/ops/layernorm.hpp"
 #include "ptk/reference/layernorm.hpp"
@@ -58,6 +59,31 @@ TEST_P(LayernormParity, Forward) {
 
 INSTANTIATE_TEST_SUITE_P(Sweep, LayernormParity, ::testing::ValuesIn(kCases),
                          [](const auto& info) { return name(info.param); });
+
+// 1000 + N(0,1) rows, 768 and 2^20 wide, against tolerance::normalization_row.
+class LayernormHardRows : public ::testing::TestWithParam<HardRows> {};
+
+TEST_P(LayernormHardRows, Forward) {
+  const auto& c = GetParam();
+  const auto cols = c.shape.back(), rows = element_count(c.shape) / cols;
+  const auto x = offset_normal(element_count(c.shape), 1000.0f, c.label);
+  const auto gamma = uniform(cols, -1, 1, c.label + "gamma"), beta = uniform(cols, -1, 1, c.label + "beta");
+  std::vector<float> want(x.size()), want_mean(static_cast<std::size_t>(rows)), want_rstd(want_mean.size());
+  reference::layernorm_forward(want.data(), want_mean.data(), want_rstd.data(), x.data(), gamma.data(), beta.data(),
+                               rows, cols, 1e-5f);
+  const auto tol = tolerance::normalization_row(cols, magnitude_over_spread(x, want_rstd, cols));
+  for_each_space([&](auto space) {
+    using Space = typename decltype(space)::type;
+    const auto r = ops::layernorm(Tensor<Space>::from_host(c.shape, x), Tensor<Space>::from_host({cols}, gamma),
+                                  Tensor<Space>::from_host({cols}, beta), 1e-5f);
+    EXPECT_TRUE(all_close(r.out.to_vector(), want, c.shape, tol)) << Space::name() << " out";
+    EXPECT_TRUE(all_close(r.mean.to_vector(), want_mean, {rows}, tol)) << Space::name() << " mean";
+    EXPECT_TRUE(all_close(r.rstd.to_vector(), want_rstd, {rows}, tol)) << Space::name() << " rstd";
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Hard, LayernormHardRows, ::testing::ValuesIn(hard_rows()),
+                         [](const auto& info) { return info.param.label; });
 
 TEST(LayernormErrors, NameTheShapes) {
   using S = Kokkos::DefaultExecutionSpace;

@@ -1,4 +1,5 @@
 // rmsnorm parity: ptk::ops::rmsnorm (out, rstd) against the oracle.
+#include "hard_rows.hpp"
 #include "parity.hpp"
 #include "ptk/ops/rmsnorm.hpp"
 #include "ptk/reference/rmsnorm.hpp"
@@ -50,6 +51,28 @@ TEST_P(RmsnormParity, Forward) {
 
 INSTANTIATE_TEST_SUITE_P(Sweep, RmsnormParity, ::testing::ValuesIn(kCases),
                          [](const auto& info) { return name(info.param); });
+
+// 1000 + N(0,1) rows, 768 and 2^20 wide, against tolerance::normalization_row.
+class RmsnormHardRows : public ::testing::TestWithParam<HardRows> {};
+
+TEST_P(RmsnormHardRows, Forward) {
+  const auto& c = GetParam();
+  const auto cols = c.shape.back(), rows = element_count(c.shape) / cols;
+  const auto x = offset_normal(element_count(c.shape), 1000.0f, c.label);
+  const auto weight = uniform(cols, -1, 1, c.label + "weight");
+  std::vector<float> want(x.size()), want_rstd(static_cast<std::size_t>(rows));
+  reference::rmsnorm_forward(want.data(), want_rstd.data(), x.data(), weight.data(), rows, cols, 1e-5f);
+  const auto tol = tolerance::normalization_row(cols, magnitude_over_spread(x, want_rstd, cols));
+  for_each_space([&](auto space) {
+    using Space = typename decltype(space)::type;
+    const auto r = ops::rmsnorm(Tensor<Space>::from_host(c.shape, x), Tensor<Space>::from_host({cols}, weight), 1e-5f);
+    EXPECT_TRUE(all_close(r.out.to_vector(), want, c.shape, tol)) << Space::name() << " out";
+    EXPECT_TRUE(all_close(r.rstd.to_vector(), want_rstd, {rows}, tol)) << Space::name() << " rstd";
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Hard, RmsnormHardRows, ::testing::ValuesIn(hard_rows()),
+                         [](const auto& info) { return info.param.label; });
 
 TEST(RmsnormErrors, NameTheShapes) {
   using S = Kokkos::DefaultExecutionSpace;

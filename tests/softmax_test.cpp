@@ -1,6 +1,8 @@
 // softmax parity: ptk::ops::softmax against the oracle, including masks, ±1e4 inputs, -inf and NaN rows.
+#include <algorithm>
 #include <limits>
 
+#include "hard_rows.hpp"
 #include "parity.hpp"
 #include "ptk/ops/softmax.hpp"
 #include "ptk/reference/softmax.hpp"
@@ -79,6 +81,30 @@ TEST_P(SoftmaxParity, Forward) {
 
 INSTANTIATE_TEST_SUITE_P(Sweep, SoftmaxParity, ::testing::ValuesIn(kCases),
                          [](const auto& info) { return name(info.param); });
+
+// 1000 + N(0,1) rows, 768 and 2^20 wide, against tolerance::softmax_row.
+class SoftmaxHardRows : public ::testing::TestWithParam<HardRows> {};
+
+TEST_P(SoftmaxHardRows, Forward) {
+  const auto& c = GetParam();
+  const auto cols = c.shape.back(), rows = element_count(c.shape) / cols;
+  const auto x = offset_normal(element_count(c.shape), 1000.0f, c.label);
+  std::vector<float> want(x.size());
+  reference::softmax_forward(want.data(), x.data(), rows, cols, 1.0f, false);
+  double spread = 0;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const auto row = x.begin() + r * cols;
+    spread = std::fmax(spread, static_cast<double>(*std::max_element(row, row + cols)) - *std::min_element(row, row + cols));
+  }
+  for_each_space([&](auto space) {
+    using Space = typename decltype(space)::type;
+    const auto Y = ops::softmax(Tensor<Space>::from_host(c.shape, x), 1.0f, false);
+    EXPECT_TRUE(all_close(Y.to_vector(), want, c.shape, tolerance::softmax_row(cols, spread))) << Space::name();
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Hard, SoftmaxHardRows, ::testing::ValuesIn(hard_rows()),
+                         [](const auto& info) { return info.param.label; });
 
 // The oracle agrees on these by construction; here they are stated outright.
 TEST(SoftmaxSemantics, MaskedRowsAreZeroAndNanStaysInItsRow) {

@@ -21,6 +21,14 @@ constexpr double tiny = 1e-37;  // results that underflow to 0 (or are flushed f
 // headroom for the worst tails of a few thousand elements without hiding a wrong index or scale.
 inline double reduction(std::int64_t n) { return u * (8.0 + 4.0 * std::sqrt(static_cast<double>(n))); }
 
+// The row ops sum in 32 lanes with compensated (Kahan) sums merged by Neumaier's two-sum: the
+// error is at most u (5 + n u) of the sum of the terms' magnitudes, whatever the order (doubled for
+// headroom). It grows with n only through the n u^2 term, so long rows keep fp32 accuracy.
+inline double row_reduction(std::int64_t n) { return 2.0 * u * (5.0 + static_cast<double>(n) * u); }
+
+// fast_exp (src/ptk/kernels/fast_exp.hpp): relative error bound on [-87.3, 88.7], with or without FMA.
+constexpr double fast_exp = 2.6 * u;
+
 // matmul on inputs in [-1, 1]: partial sums grow like sqrt(k/9), so K roundings accumulate to
 // ~0.24 u K absolute on average; 2 u K is about 8x that.
 inline Tolerance matmul(std::int64_t K) { return {2.0 * u * static_cast<double>(K), 4.0 * u}; }
@@ -34,6 +42,22 @@ inline Tolerance softmax(std::int64_t cols, double max_abs_scaled_input) {
 // layernorm / rmsnorm with gamma, beta in [-1, 1]: mean and variance carry a reduction error
 // each, which moves every normalized value (|x̂| <~ 4 for the test data) by that relative amount.
 inline Tolerance normalization(std::int64_t cols) { return {4.0 * reduction(cols), reduction(cols)}; }
+
+// layernorm / rmsnorm on any row, hard ones included (docs/tolerances.md): the fp32 mean (and the
+// mean and rstd of the compensated row sums) move every output by e = row_reduction(n) + 6u
+// relative, times K = max |x| * rstd (the rows' magnitude over their spread) for the mean's share,
+// and times |x̂| + 1 <= 6 for the rest.
+inline Tolerance normalization_row(std::int64_t cols, double K) {
+  const double e = row_reduction(cols) + 6.0 * u;
+  return {e * (K + 6.0), e};
+}
+
+// softmax with compensated row sums and fast_exp: each exp is off by fast_exp plus u |scale x - max|
+// (the rounding of its argument; `spread` is the largest |scale x - max|), the sum by
+// row_reduction(n) + fast_exp, the division by 2u.
+inline Tolerance softmax_row(std::int64_t cols, double spread) {
+  return {tiny, row_reduction(cols) + 2.0 * fast_exp + 3.0 * u + u * spread};
+}
 
 // gelu / silu: x / (1 + exp(v)) with v computed in fp32. An error of d in v changes exp(v) by d
 // relative; gelu's v = -2 sqrt(2/pi) (x + 0.044715 x^3) takes five roundings (x*x, *x, *0.044715,

@@ -5,12 +5,17 @@
 
 #include "ptk/core/compat.hpp"
 #include "ptk/core/tensor.hpp"
+#include "ptk/kernels/row_traits.hpp"
 
 namespace ptk::kernels {
 
+// Rows are mapped by RowTraits (row_traits.hpp). Two sweeps per row: a compensated sum of
+// squares (the row comes from memory), then the output (the row is still in L1/L2).
 template <class Space>
 struct RmsnormForward {
   using Team = typename Kokkos::TeamPolicy<Space>::member_type;
+  using Traits = RowTraits<Space>;
+  static constexpr int L = Traits::lanes;
   Matrix<Space> out;
   Vector<Space> rstd;
   ConstMatrix<Space> inp;
@@ -18,16 +23,38 @@ struct RmsnormForward {
   float eps;
 
   KOKKOS_INLINE_FUNCTION void operator()(const Team& team) const {
-    const int row = team.league_rank();
+    const int rows = static_cast<int>(inp.extent(0));
+    const int first = team.league_rank() * Traits::rows_per_team;
+    const int last = first + Traits::rows_per_team < rows ? first + Traits::rows_per_team : rows;
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, first, last), [&](int row) { this->row(team, row); });
+  }
+
+  KOKKOS_INLINE_FUNCTION void row(const Team& team, int row) const {
     const int cols = static_cast<int>(inp.extent(1));
+    const float* x = &inp(row, 0);
+    float* y = &out(row, 0);
+    const float* w = weight.data();
 
-    float squares = 0;
+    Compensated squares;
     Kokkos::parallel_reduce(
-        Kokkos::TeamThreadRange(team, cols), [&](int j, float& s) { s += inp(row, j) * inp(row, j); }, squares);
-    const float r = 1.0f / compat::sqrt(squares / cols + eps);
+        Kokkos::ThreadVectorRange(team, Traits::vector_length),
+        [&](int v, Compensated& total) {
+          float s[L] = {}, c[L] = {};
+          lane_sweep<Traits>(0, cols, v, [&](int l, int j) {
+            const float t_in = x[j] * x[j] - c[l];
+            const float t = s[l] + t_in;
+            c[l] = (t - s[l]) - t_in;
+            s[l] = t;
+          });
+          total.merge(merge_slots(s, c));
+        },
+        CompensatedSum<Space>(squares));
+    const float r = 1.0f / compat::sqrt(squares.value() / static_cast<float>(cols) + eps);
 
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, cols), [&](int j) { out(row, j) = inp(row, j) * r * weight(j); });
-    Kokkos::single(Kokkos::PerTeam(team), [&]() { rstd(row) = r; });
+    Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, Traits::vector_length), [&](int v) {
+      lane_sweep<Traits>(0, cols, v, [&](int, int j) { y[j] = x[j] * r * w[j]; });
+    });
+    Kokkos::single(Kokkos::PerThread(team), [&]() { rstd(row) = r; });
   }
 };
 
@@ -35,7 +62,7 @@ template <class Space>
 void rmsnorm_forward(const Matrix<Space>& out, const Vector<Space>& rstd, const ConstMatrix<Space>& inp,
                      const ConstVector<Space>& weight, float eps) {
   const int rows = static_cast<int>(inp.extent(0));
-  Kokkos::parallel_for("ptk::rmsnorm_forward", Kokkos::TeamPolicy<Space>(rows, Kokkos::AUTO),
+  Kokkos::parallel_for("ptk::rmsnorm_forward", RowTraits<Space>::policy(rows),
                        RmsnormForward<Space>{out, rstd, inp, weight, eps});
 }
 

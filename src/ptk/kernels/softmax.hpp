@@ -3,51 +3,84 @@
 // t = r % N of a square [T,T] block and masks columns j > t. Fully masked / all -inf rows give 0.
 #include <Kokkos_Core.hpp>
 
+#include <cfloat>
+
 #include "ptk/core/compat.hpp"
 #include "ptk/core/tensor.hpp"
+#include "ptk/kernels/fast_exp.hpp"
+#include "ptk/kernels/row_traits.hpp"
 
 namespace ptk::kernels {
 
-// One team per row, three sweeps: max, exp and sum (exp stored in out), scale by 1/sum. The max
-// skips NaN, so a NaN input turns its row's sum and every output of that row into NaN, and masked
-// columns are written as 0 * (1/sum) for the same reason: NaN stays in its row, as in PyTorch.
-// out may alias inp (each element is read before it is written, by the same thread).
+// Rows are mapped by RowTraits (row_traits.hpp). Three sweeps per row: the max (the row comes
+// from memory), exp (fast_exp) stored in out with a compensated sum, scale by 1/sum (both in
+// L1/L2). The max skips NaN, so a NaN input turns its row's sum and every output of that row
+// into NaN, and masked columns are written as 0 * (1/sum) for the same reason: NaN stays in its
+// row, as in PyTorch. out may alias inp (each element is read before it is written, by the same
+// lane).
 template <class Space>
 struct SoftmaxForward {
   using Team = typename Kokkos::TeamPolicy<Space>::member_type;
+  using Traits = RowTraits<Space>;
+  static constexpr int L = Traits::lanes;
   Matrix<Space> out;
   ConstMatrix<Space> inp;
   float scale;
   bool causal;
 
   KOKKOS_INLINE_FUNCTION void operator()(const Team& team) const {
-    const int row = team.league_rank();
+    const int rows = static_cast<int>(inp.extent(0));
+    const int first = team.league_rank() * Traits::rows_per_team;
+    const int last = first + Traits::rows_per_team < rows ? first + Traits::rows_per_team : rows;
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, first, last), [&](int row) { this->row(team, row); });
+  }
+
+  KOKKOS_INLINE_FUNCTION void row(const Team& team, int row) const {
     const int cols = static_cast<int>(inp.extent(1));
     const int unmasked = causal ? row % cols + 1 : cols;
+    const float* x = &inp(row, 0);
+    float* y = &out(row, 0);
+    const float sc = scale;
 
-    float row_max = 0;
+    // The max starts at the lowest finite float, not -inf, so an all -inf row gives
+    // exp(-inf - lowest) = 0 everywhere instead of exp(-inf + inf) = NaN.
+    float row_max = -FLT_MAX;
     Kokkos::parallel_reduce(
-        Kokkos::TeamThreadRange(team, unmasked),
-        [&](int j, float& m) {
-          const float v = scale * inp(row, j);
-          if (v > m) m = v;
+        Kokkos::ThreadVectorRange(team, Traits::vector_length),
+        [&](int v, float& total) {
+          float m[L];
+          for (int l = 0; l < L; ++l) m[l] = -FLT_MAX;
+          lane_sweep<Traits>(0, unmasked, v, [&](int l, int j) {
+            const float s = sc * x[j];
+            m[l] = s > m[l] ? s : m[l];
+          });
+          for (int l = 0; l < L; ++l) total = m[l] > total ? m[l] : total;
         },
         Kokkos::Max<float>(row_max));
 
-    float sum = 0;
+    Compensated sum;
     Kokkos::parallel_reduce(
-        Kokkos::TeamThreadRange(team, unmasked),
-        [&](int j, float& s) {
-          const float e = compat::exp(scale * inp(row, j) - row_max);
-          out(row, j) = e;
-          s += e;
+        Kokkos::ThreadVectorRange(team, Traits::vector_length),
+        [&](int v, Compensated& total) {
+          float s[L] = {}, c[L] = {};
+          lane_sweep<Traits>(0, unmasked, v, [&](int l, int j) {
+            const float e = fast_exp(sc * x[j] - row_max);
+            y[j] = e;
+            const float t_in = e - c[l];
+            const float t = s[l] + t_in;
+            c[l] = (t - s[l]) - t_in;
+            s[l] = t;
+          });
+          total.merge(merge_slots(s, c));
         },
-        sum);
+        CompensatedSum<Space>(sum));
 
-    // sum == 0 only when every unmasked input is -inf (or nothing is unmasked): the row is all 0.
-    const float inv_sum = sum == 0.0f ? 0.0f : 1.0f / sum;
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, cols), [&](int j) {
-      out(row, j) = j < unmasked ? out(row, j) * inv_sum : 0.0f * inv_sum;
+    // The sum is 0 only when every unmasked input is -inf (or nothing is unmasked): the row is all 0.
+    const float total = sum.value();
+    const float inv_sum = total == 0.0f ? 0.0f : 1.0f / total;
+    Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, Traits::vector_length), [&](int v) {
+      lane_sweep<Traits>(0, unmasked, v, [&](int, int j) { y[j] *= inv_sum; });
+      lane_sweep<Traits>(unmasked, cols, v, [&](int, int j) { y[j] = 0.0f * inv_sum; });
     });
   }
 };
@@ -55,7 +88,7 @@ struct SoftmaxForward {
 template <class Space>
 void softmax_forward(const Matrix<Space>& out, const ConstMatrix<Space>& inp, float scale, bool causal) {
   const int rows = static_cast<int>(inp.extent(0));
-  Kokkos::parallel_for("ptk::softmax_forward", Kokkos::TeamPolicy<Space>(rows, Kokkos::AUTO),
+  Kokkos::parallel_for("ptk::softmax_forward", RowTraits<Space>::policy(rows),
                        SoftmaxForward<Space>{out, inp, scale, causal});
 }
 
