@@ -62,9 +62,9 @@ void openblas_attention(HostAttention& h, float scale, bool causal) {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, D, scale, h.q.data() + b * T * D, D,
                 h.k.data() + b * T * D, D, 0.0f, h.att.data() + b * T * T, T);
   const std::int64_t rows = h.heads * h.T;
-  const unsigned workers = std::max(1u, std::thread::hardware_concurrency());
+  const int workers = std::max(1, openblas_get_num_threads());  // as many as OpenBLAS uses
   std::vector<std::thread> pool;
-  for (unsigned w = 0; w < workers; ++w)
+  for (int w = 0; w < workers; ++w)
     pool.emplace_back(host_softmax_rows, h.att.data(), h.T, rows * w / workers, rows * (w + 1) / workers, causal);
   for (auto& t : pool) t.join();
   for (std::int64_t b = 0; b < h.heads; ++b)
