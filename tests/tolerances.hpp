@@ -64,9 +64,18 @@ inline Tolerance softmax_row(std::int64_t cols, double spread) {
 // +x, *sqrt(2/pi)), so d <= ~5 u |v|, and 6 u |v| covers it; the rest is a few ulps of exp and /.
 inline Tolerance activation(double exp_argument) { return {tiny, u * (8.0 + 6.0 * std::fabs(exp_argument))}; }
 
-// attention: scores are length-D dot products (scaled to O(1)), the output a length-S weighted sum
-// of v in [-1, 1]; each contributes a reduction error on an O(1) result.
-inline Tolerance attention(std::int64_t D, std::int64_t S) { return {reduction(D) + reduction(S), reduction(S)}; }
+// attention: a score s = scale * q·k is a length-D fp32 dot product (q pre-scaled: one more
+// rounding), so its error is about (r(D) + 2u) * score_bound with score_bound = |scale| * sum_d |q_d k_d|.
+// An error e in a score moves its probability by e relative and so the output, a convex combination
+// of v in [-1, 1], by at most ~2e; the length-S weighted sum and the row sum add r(S) each.
+inline double attention_score_error(std::int64_t D, double score_bound) { return (reduction(D) + 2.0 * u) * score_bound; }
+inline Tolerance attention(std::int64_t D, std::int64_t S, double score_bound = 1.0) {
+  return {2.0 * attention_score_error(D, score_bound) + reduction(S), reduction(S)};
+}
+// lse = max + log(sum): the max carries the score error, log(sum) the sum's relative error r(S).
+inline Tolerance attention_lse(std::int64_t D, std::int64_t S, double score_bound = 1.0) {
+  return {attention_score_error(D, score_bound) + reduction(S), 2.0 * u};
+}
 
 }  // namespace tolerance
 }  // namespace ptk::test

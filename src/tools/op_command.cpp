@@ -35,7 +35,7 @@ const std::vector<OpSpec> kOps = {
     {"softmax", {"X"}, {"Y"}, {{"scale", "1"}, {"causal", "0"}}},
     {"layernorm", {"X", "gamma", "beta"}, {"Y"}, {{"eps", "1e-5"}}},
     {"rmsnorm", {"X", "weight"}, {"Y"}, {{"eps", "1e-5"}}},
-    {"attention", {"Q", "K", "V"}, {"O"}, {{"causal", "0"}, {"scale", "1/sqrt(D)"}}},
+    {"attention", {"Q", "K", "V"}, {"O", "lse"}, {{"causal", "0"}, {"scale", "1/sqrt(D)"}}},
     {"gelu", {"X"}, {"Y"}, {}},
     {"silu", {"X"}, {"Y"}, {}},
 };
@@ -90,7 +90,8 @@ std::vector<Tensor<Space>> run(const OpSpec& op, const std::vector<io::NpyArray>
   if (n == "rmsnorm") return {ops::rmsnorm(in[0], in[1], set.number("eps", 1e-5f)).out};
   if (n == "attention") {
     const auto scale = set.has("scale") ? std::optional<float>(set.number("scale", 0)) : std::nullopt;
-    return {ops::attention(in[0], in[1], in[2], scale, set.flag("causal")).out};
+    auto r = ops::attention(in[0], in[1], in[2], scale, set.flag("causal"));
+    return {r.out, r.lse};
   }
   if (n == "gelu") return {ops::gelu(in[0])};
   if (n == "silu") return {ops::silu(in[0])};

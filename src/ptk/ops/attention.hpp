@@ -1,6 +1,9 @@
 #pragma once
 // attention: O[B,H,T,D] = softmax(scale · Q Kᵀ, causal) V for Q[B,H,T,D], K and V [B,H,S,D];
-// scale defaults to 1/sqrt(D); causal needs T == S. The probabilities [B,H,T,S] are returned too.
+// scale defaults to 1/sqrt(D); causal needs T == S. Also returns lse[B,H,T], the natural log of each
+// row's softmax denominator Σ_j exp(scale · q·k_j) over the attended keys (−inf for a row with none),
+// which the backward pass uses to recompute the probabilities. Memory is O(B·H·T·D): the [T,S]
+// score matrix is never stored.
 #include <cmath>
 #include <optional>
 
@@ -11,7 +14,7 @@ namespace ptk::ops {
 
 template <class Space>
 struct AttentionOutputs {
-  Tensor<Space> out, att;
+  Tensor<Space> out, lse;
 };
 
 template <class Space>
@@ -24,14 +27,13 @@ AttentionOutputs<Space> attention(const Tensor<Space>& q, const Tensor<Space>& k
   require(k.shape() == v.shape(), "attention: K and V must have the same shape [B,H,S,D], got ", shapes);
   require(q.dim(0) == k.dim(0) && q.dim(1) == k.dim(1) && q.dim(3) == k.dim(3),
           "attention: Q [B,H,T,D] and K [B,H,S,D] must agree in B, H and D, got ", shapes);
-  const auto B = q.dim(0), H = q.dim(1), T = q.dim(2), S = k.dim(2), D = q.dim(3);
-  require(!causal || T == S, "attention: causal needs T == S, got ", shapes);
-  check_output_shape("attention", "the score matrix", {B, H, T, S});
-  AttentionOutputs<Space> r{Tensor<Space>(q.shape(), "ptk::attention"), Tensor<Space>({B, H, T, S}, "ptk::att")};
+  const auto B = q.dim(0), H = q.dim(1), T = q.dim(2), D = q.dim(3);
+  require(!causal || T == k.dim(2), "attention: causal needs T == S, got ", shapes);
+  AttentionOutputs<Space> r{Tensor<Space>(q.shape(), "ptk::attention"), Tensor<Space>({B, H, T}, "ptk::attention_lse")};
   const auto heads = [&](const Tensor<Space>& t) {
     return Tensor3<Space>(t.data(), B * H, t.dim(2), t.dim(3));
   };
-  kernels::attention_forward<Space>(heads(r.out), heads(r.att), heads(q), heads(k), heads(v),
+  kernels::attention_forward<Space>(heads(r.out), Matrix<Space>(r.lse.data(), B * H, T), heads(q), heads(k), heads(v),
                                     scale.value_or(1.0f / std::sqrt(static_cast<float>(D))), causal);
   return r;
 }

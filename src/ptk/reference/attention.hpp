@@ -1,5 +1,6 @@
-// Shapes: Q[B,H,T,D], K[B,H,S,D], V[B,H,S,D] -> O[B,H,T,D]; causal requires T == S.
-// Math:   O[b,h,t,:] = sum_j P[t,j] V[b,h,j,:], P[t,:] = softmax_j(scale * Q[b,h,t,:]·K[b,h,j,:]) over j (causal: j <= t).
+// Shapes: Q[B,H,T,D], K[B,H,S,D], V[B,H,S,D] -> O[B,H,T,D], lse[B,H,T]; causal requires T == S.
+// Math:   O[b,h,t,:] = sum_j P[t,j] V[b,h,j,:], P[t,:] = softmax_j(scale * Q[b,h,t,:]·K[b,h,j,:]) over j (causal: j <= t);
+//         lse[b,h,t] = log sum_j exp(scale * Q[b,h,t,:]·K[b,h,j,:]) over the same j.
 #pragma once
 
 #include <cmath>
@@ -18,7 +19,8 @@ namespace reference {
 // Special values mirror softmax_forward: if any attended score is NaN the whole output row O[b,h,t,:] is NaN;
 // if every attended score is -inf (or S == 0) the output row is 0; +inf is not special-cased (double arithmetic
 // is followed). NaN/inf in V propagate through the weighted sum as double arithmetic dictates (0 * NaN = NaN).
-inline void attention_forward(float* out, const float* q, const float* k, const float* v, std::int64_t B, std::int64_t H,
+// lse (may be null) is NaN for a NaN row, -inf for a row whose attended scores are all -inf, else max + log(sum of exp(s - max)).
+inline void attention_forward(float* out, float* lse, const float* q, const float* k, const float* v, std::int64_t B, std::int64_t H,
                               std::int64_t T, std::int64_t S, std::int64_t D, float scale, bool causal) {
     const double sc = static_cast<double>(scale);
     const float qnan = std::numeric_limits<float>::quiet_NaN();
@@ -49,12 +51,15 @@ inline void attention_forward(float* out, const float* q, const float* k, const 
                 else if (s > mx) mx = s;
             }
 
+            float* lrow = lse ? lse + bh * T + t : nullptr;
             if (has_nan) {
                 for (std::int64_t d = 0; d < D; ++d) orow[d] = qnan;
+                if (lrow) *lrow = qnan;
                 continue;
             }
             if (mx == -std::numeric_limits<double>::infinity()) {
                 for (std::int64_t d = 0; d < D; ++d) orow[d] = 0.0f;
+                if (lrow) *lrow = -std::numeric_limits<float>::infinity();
                 continue;
             }
 
@@ -64,6 +69,7 @@ inline void attention_forward(float* out, const float* q, const float* k, const 
                 p[static_cast<std::size_t>(j)] = e;
                 sum += e;
             }
+            if (lrow) *lrow = static_cast<float>(mx + std::log(sum));
 
             for (std::int64_t d = 0; d < D; ++d) acc[static_cast<std::size_t>(d)] = 0.0;
             for (std::int64_t j = 0; j < valid; ++j) {
