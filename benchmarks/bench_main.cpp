@@ -4,9 +4,12 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <iostream>
+#include <type_traits>
 #include <vector>
 
 #include "bench_common.hpp"
+#include "ptk/core/runtime.hpp"
 
 namespace ptk::bench {
 
@@ -74,6 +77,18 @@ int main(int argc, char** argv) {
     else args.push_back(argv[i]);
   }
   int n = static_cast<int>(args.size());
+  // --- run-time device (ptk::runtime): no Kokkos abort trace in a GPU build without a GPU -------
+  ptk::runtime::set_openmp_defaults("spread");
+  const auto device = ptk::runtime::device_from_env("ptk_bench");
+  if (device.empty()) return 2;
+  // The sweeps are compiled for the default execution space only; a GPU build cannot run them on the host.
+  if (device == "host" && !std::is_same_v<Kokkos::DefaultExecutionSpace, Kokkos::DefaultHostExecutionSpace>) {
+    std::cerr << "ptk_bench: the sweeps of this build run on " << Kokkos::DefaultExecutionSpace::name()
+              << "; for host numbers (PTK_DEVICE=host) use the cpu build\n";
+    return 2;
+  }
+  if (const int status = ptk::runtime::check_can_initialize("ptk_bench")) return status;
+  // ---------------------------------------------------------------------------------------------
   Kokkos::ScopeGuard kokkos(n, args.data());
   benchmark::Initialize(&n, args.data());
   if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 2;

@@ -1,24 +1,42 @@
 #!/usr/bin/env bash
-# Installs what a ptk preset needs on Debian 12 and builds Kokkos + Kokkos Kernels 3.4.01 for it.
+# Installs what a ptk preset needs on Debian 12 and builds Kokkos + Kokkos Kernels for it.
 #
-#   scripts/bootstrap.sh [cpu|cpu-portable|cpu-serial|debug|cuda|hip]     (default: cpu)
+#   scripts/bootstrap.sh [cpu|cpu-portable|cpu-serial|debug|cpu-kokkos4|cuda|cuda-kokkos3|hip]
+#                                                                          (default: cpu)
 #
 # Idempotent: a second run that finds the packages and the Kokkos install does nothing.
-# Kokkos comes from Debian's `trilinos` source package (apt-get source) and is installed into
-# ${PTK_CACHE:-$HOME/.cache/ptk}/kokkos-3.4.01/<preset>, outside any build tree, where the CMake
-# presets look for it. If Kokkos_ROOT (and KokkosKernels_ROOT) are set, nothing is built: CMake
-# uses that install instead. Run it as root or as a user with sudo (only apt runs through sudo).
+# Each preset names a Kokkos version and a flavour (the CMake presets' PTK_KOKKOS_VERSION and
+# PTK_KOKKOS_FLAVOR); Kokkos is installed into ${PTK_CACHE:-$HOME/.cache/ptk}/kokkos-<version>/
+# <flavour>, outside any build tree, where the CMake presets look for it.
+#   - Kokkos 3.4.01 (cpu, cpu-portable, cpu-serial, debug, cuda-kokkos3, hip) comes from Debian's
+#     `trilinos` source package (apt-get source).
+#   - Kokkos 4.6.01 (cpu-kokkos4, cuda) is built from release sources: PTK_KOKKOS_SOURCE=DIR, a
+#     folder holding kokkos-4.6.01.tar.gz and kokkos-kernels-4.6.01.tar.gz (or the two extracted
+#     trees kokkos-4.6.01/ and kokkos-kernels-4.6.01/); default ../shared/kokkos beside the repo.
+# If Kokkos_ROOT (and KokkosKernels_ROOT) are set, nothing is built: CMake uses that install
+# instead. Run it as root or as a user with sudo (only apt runs through sudo).
 set -euo pipefail
 
 preset=${1:-cpu}
 case "$preset" in
-  cpu | cpu-portable | cpu-serial | debug | cuda | hip) ;;
-  *) echo "bootstrap: unknown preset '$preset' (expected cpu, cpu-portable, cpu-serial, debug, cuda or hip)" >&2; exit 2 ;;
+  cpu | cpu-portable | cpu-serial | debug) kokkos_version=3.4.01 flavour=$preset ;;
+  cuda-kokkos3) kokkos_version=3.4.01 flavour=cuda ;;
+  hip) kokkos_version=3.4.01 flavour=hip ;;
+  cpu-kokkos4) kokkos_version=4.6.01 flavour=cpu ;;
+  cuda) kokkos_version=4.6.01 flavour=cuda ;;
+  *) echo "bootstrap: unknown preset '$preset' (expected cpu, cpu-portable, cpu-serial, debug, cpu-kokkos4, cuda, cuda-kokkos3 or hip)" >&2; exit 2 ;;
 esac
+kokkos_major=${kokkos_version%%.*}
 
-kokkos_version=3.4.01
+root=$(cd "$(dirname "$0")/.." && pwd)
 cache=${PTK_CACHE:-$HOME/.cache/ptk}
-prefix=$cache/kokkos-$kokkos_version/$preset
+prefix=$cache/kokkos-$kokkos_version/$flavour
+if [ "$kokkos_version" = 3.4.01 ]; then
+  src=$cache/src                       # Debian's trilinos: packages/kokkos and packages/kokkos-kernels
+else
+  src=$cache/src-$kokkos_version
+  kokkos_source=${PTK_KOKKOS_SOURCE:-$root/../shared/kokkos}
+fi
 jobs=${PTK_JOBS:-$(nproc)}
 log() { printf '[bootstrap %s] %s\n' "$preset" "$*"; }
 
@@ -34,7 +52,7 @@ fi
 packages=(cmake ninja-build g++ make dpkg-dev libgtest-dev libbenchmark-dev libopenblas-dev
           libdnnl-dev python3 python3-matplotlib)
 case "$preset" in
-  cuda) packages+=(nvidia-cuda-toolkit g++-11) ;;
+  cuda | cuda-kokkos3) packages+=(nvidia-cuda-toolkit g++-11) ;;
   hip) packages+=(hipcc libamdhip64-dev rocm-device-libs) ;;
 esac
 
@@ -49,12 +67,18 @@ done
 kokkos_config() {
   local common=(-G Ninja -DCMAKE_CXX_STANDARD=17 -DCMAKE_CXX_EXTENSIONS=OFF -DKokkos_ENABLE_SERIAL=ON)
   local native=-DCMAKE_CXX_FLAGS=-march=native
-  case "$preset" in
+  case "$flavour" in
     cpu) echo "${common[@]} -DCMAKE_BUILD_TYPE=Release -DKokkos_ENABLE_OPENMP=ON $native" ;;
     cpu-portable) echo "${common[@]} -DCMAKE_BUILD_TYPE=Release -DKokkos_ENABLE_OPENMP=ON" ;;
     cpu-serial) echo "${common[@]} -DCMAKE_BUILD_TYPE=Release $native" ;;
     debug) echo "${common[@]} -DCMAKE_BUILD_TYPE=Debug -DKokkos_ENABLE_OPENMP=ON -DKokkos_ENABLE_DEBUG=ON -DKokkos_ENABLE_DEBUG_BOUNDS_CHECK=ON $native" ;;
-    cuda) echo "${common[@]} -DCMAKE_BUILD_TYPE=Release -DKokkos_ENABLE_CUDA=ON -DKokkos_ENABLE_CUDA_LAMBDA=ON -DKokkos_ARCH_AMPERE80=ON -DCMAKE_CXX_FLAGS=-arch=sm_80" ;;
+    # Kokkos 3.4 has no Hopper option: Ampere sm_80 code + PTX. 4.x emits sm_90 (H100) directly.
+    # The -arch flag keeps nvcc_wrapper's old default arch out of CMake's compiler check.
+    cuda) if [ "$kokkos_major" -ge 4 ]; then
+            echo "${common[@]} -DCMAKE_BUILD_TYPE=Release -DKokkos_ENABLE_CUDA=ON -DKokkos_ARCH_HOPPER90=ON -DCMAKE_CXX_FLAGS=-arch=sm_90"
+          else
+            echo "${common[@]} -DCMAKE_BUILD_TYPE=Release -DKokkos_ENABLE_CUDA=ON -DKokkos_ENABLE_CUDA_LAMBDA=ON -DKokkos_ARCH_AMPERE80=ON -DCMAKE_CXX_FLAGS=-arch=sm_80"
+          fi ;;
     hip) echo "${common[@]} -DCMAKE_BUILD_TYPE=Release -DKokkos_ENABLE_HIP=ON -DKokkos_ARCH_VEGA908=ON -DCMAKE_CXX_FLAGS=--offload-arch=gfx90a" ;;
   esac
 }
@@ -96,7 +120,7 @@ EOF
 }
 
 need_source=0
-kokkos_ready || [ -d "$cache/src/kokkos" ] || need_source=1
+[ "$kokkos_version" = 3.4.01 ] && ! kokkos_ready && [ ! -d "$src/kokkos" ] && need_source=1
 if [ ${#missing[@]} -gt 0 ] || [ $need_source -eq 1 ]; then
   [ -f /etc/apt/sources.list.d/ptk.sources ] || add_apt_sources
   log "apt-get update"
@@ -118,7 +142,32 @@ if kokkos_ready; then
   exit 0
 fi
 
-if [ ! -d "$cache/src/kokkos" ]; then
+if [ "$kokkos_version" != 3.4.01 ] && [ ! -d "$src/kokkos" ]; then
+  # Release sources: the two tarballs (or trees) in PTK_KOKKOS_SOURCE, checked for their version.
+  rm -rf "$src.tmp" && mkdir -p "$src.tmp"
+  for part in kokkos kokkos-kernels; do
+    if [ -d "$kokkos_source/$part-$kokkos_version" ]; then
+      log "copying $kokkos_source/$part-$kokkos_version"
+      cp -a "$kokkos_source/$part-$kokkos_version" "$src.tmp/$part"
+    elif [ -f "$kokkos_source/$part-$kokkos_version.tar.gz" ]; then
+      log "extracting $kokkos_source/$part-$kokkos_version.tar.gz"
+      mkdir -p "$src.tmp/$part"
+      tar -xzf "$kokkos_source/$part-$kokkos_version.tar.gz" -C "$src.tmp/$part" --strip-components=1
+    else
+      echo "bootstrap: preset $preset needs Kokkos $kokkos_version release sources: set PTK_KOKKOS_SOURCE to a folder" \
+           "holding $part-$kokkos_version.tar.gz (or the extracted $part-$kokkos_version/); looked in $kokkos_source" >&2
+      exit 1
+    fi
+  done
+  IFS=. read -r want_major want_minor want_patch <<<"$kokkos_version"
+  grep -q "set(Kokkos_VERSION_MAJOR $want_major)" "$src.tmp/kokkos/CMakeLists.txt" &&
+    grep -q "set(Kokkos_VERSION_MINOR $want_minor)" "$src.tmp/kokkos/CMakeLists.txt" &&
+    grep -q "set(Kokkos_VERSION_PATCH $((10#$want_patch)))" "$src.tmp/kokkos/CMakeLists.txt" ||
+    { echo "bootstrap: the sources in $kokkos_source are not Kokkos $kokkos_version" >&2; exit 1; }
+  rm -rf "$src" && mv "$src.tmp" "$src"
+fi
+
+if [ ! -d "$src/kokkos" ]; then
   log "fetching Kokkos $kokkos_version from Debian's trilinos source package"
   rm -rf "$cache/src.tmp" && mkdir -p "$cache/src.tmp"
   (cd "$cache/src.tmp" && apt-get source -d -q trilinos >/dev/null)
@@ -134,34 +183,43 @@ fi
 
 compiler=(-DCMAKE_CXX_COMPILER=g++)
 kk_tpls=(-DKokkosKernels_ENABLE_TPL_BLAS=ON -DBLAS_LIBRARIES=openblas)
+[ "$kokkos_major" -ge 4 ] && kk_tpls+=(-DKokkosKernels_ENABLE_TPL_CUSOLVER=OFF)  # else 4.x stops without cuBLAS + cuSPARSE
 env_vars=()
-case "$preset" in
+case "$flavour" in
   cuda)
-    # Debian's CUDA 11.8 in /usr; the CUDA 13 nvcc in /usr/local/cuda cannot build Kokkos 3.4,
-    # and CUDA 11.8 rejects g++ 12's libstdc++ headers.
+    # Debian's CUDA 11.8 in /usr; the CUDA 13 nvcc in /usr/local/cuda builds neither Kokkos 3.4
+    # nor 4.6, and CUDA 11.8 rejects g++ 12's libstdc++ headers.
     env_vars=(PATH=/usr/sbin:/usr/bin:/sbin:/bin CUDA_ROOT=/usr NVCC_WRAPPER_DEFAULT_COMPILER=g++-11)
-    compiler=(-DCMAKE_CXX_COMPILER="$cache/src/kokkos/bin/nvcc_wrapper")
-    kk_tpls+=(-DKokkosKernels_ENABLE_TPL_CUBLAS=ON -DKokkosKernels_ENABLE_TPL_CUSPARSE=OFF) ;;
+    compiler=(-DCMAKE_CXX_COMPILER="$src/kokkos/bin/nvcc_wrapper")
+    # 3.4 (sm_80) links cuBLAS; the 4.6 Hopper build has every CUDA TPL off, so its binaries need
+    # only libcudart and can be carried to a GPU machine without the 575 MB cuBLAS 11.
+    if [ "$kokkos_major" -ge 4 ]; then
+      kk_tpls+=(-DKokkosKernels_ENABLE_TPL_CUBLAS=OFF -DKokkosKernels_ENABLE_TPL_CUSPARSE=OFF)
+    else
+      kk_tpls+=(-DKokkosKernels_ENABLE_TPL_CUBLAS=ON -DKokkosKernels_ENABLE_TPL_CUSPARSE=OFF)
+    fi ;;
   hip)
     env_vars=(HIP_PLATFORM=amd)
     compiler=(-DCMAKE_CXX_COMPILER=hipcc) ;;
 esac
 
-build=$cache/build/$preset
+build=$cache/build/kokkos-$kokkos_version-$flavour
 rm -rf "$build" "$prefix" && mkdir -p "$build"
 read -r -a config <<<"$(kokkos_config)"
 start=$SECONDS
 log "configuring Kokkos ($(kokkos_config))"
-env "${env_vars[@]}" cmake -S "$cache/src/kokkos" -B "$build/kokkos" "${config[@]}" "${compiler[@]}" \
+env "${env_vars[@]}" cmake -S "$src/kokkos" -B "$build/kokkos" "${config[@]}" "${compiler[@]}" \
   -DCMAKE_INSTALL_PREFIX="$prefix" >"$build.kokkos.log" 2>&1 ||
   { tail -n 30 "$build.kokkos.log"; exit 1; }
+kokkos_start=$SECONDS
 log "building Kokkos (log: $build.kokkos.log)"
 env "${env_vars[@]}" cmake --build "$build/kokkos" --target install -j "$jobs" >>"$build.kokkos.log" 2>&1 ||
   { tail -n 30 "$build.kokkos.log"; exit 1; }
 
+log "Kokkos built and installed ($((SECONDS - kokkos_start)) s)"
 log "configuring Kokkos Kernels (no ETI; TPLs: ${kk_tpls[*]})"
 # F77_BLAS_MANGLE given so that Kokkos Kernels does not probe a Fortran compiler; LAPACK is unused.
-env "${env_vars[@]}" cmake -S "$cache/src/kokkos-kernels" -B "$build/kokkos-kernels" "${config[@]}" "${compiler[@]}" \
+env "${env_vars[@]}" cmake -S "$src/kokkos-kernels" -B "$build/kokkos-kernels" "${config[@]}" "${compiler[@]}" \
   -DCMAKE_INSTALL_PREFIX="$prefix" -DKokkos_ROOT="$prefix" \
   -DKokkosKernels_ADD_DEFAULT_ETI=OFF -DKokkosKernels_INST_DOUBLE=OFF -DKokkosKernels_INST_FLOAT=OFF \
   -DKokkosKernels_INST_COMPLEX_DOUBLE=OFF -DKokkosKernels_INST_COMPLEX_FLOAT=OFF \

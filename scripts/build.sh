@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what PRESET needs (scripts/bootstrap.sh), then configures and builds it into build/PRESET.
-#   scripts/build.sh [cpu|cpu-serial|debug|cuda|hip]      (default: cpu)
+#   scripts/build.sh [cpu|cpu-portable|cpu-serial|debug|cpu-kokkos4|cuda|cuda-kokkos3|hip]   (default: cpu)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 preset=${1:-cpu}

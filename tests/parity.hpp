@@ -6,11 +6,13 @@
 #include <Kokkos_Core.hpp>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <functional>
 #include <random>
 #include <sstream>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "ptk/core/compat.hpp"
@@ -37,9 +39,21 @@ struct Type {
   using type = T;
 };
 
+// PTK_DEVICE=host tests only the host spaces, PTK_DEVICE=default only the default space (the GPU
+// in a GPU build); unset, every space.
+template <class Space>
+bool space_selected() {
+  const char* d = std::getenv("PTK_DEVICE");
+  const std::string device = d ? d : "";
+  if (device == "host") return Kokkos::SpaceAccessibility<Space, Kokkos::HostSpace>::accessible;
+  if (device == "default") return std::is_same_v<Space, Kokkos::DefaultExecutionSpace>;
+  return true;
+}
+
 template <class F>
 void for_each_space(F&& f) {
-  std::apply([&](auto... spaces) { (f(Type<decltype(spaces)>{}), ...); }, Spaces{});
+  std::apply([&](auto... spaces) { ((space_selected<decltype(spaces)>() ? (void)f(Type<decltype(spaces)>{}) : void()), ...); },
+             Spaces{});
 }
 
 // Deterministic per case: the seed mixes the case name so cases draw different data.

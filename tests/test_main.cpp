@@ -5,12 +5,20 @@
 #include <cstdlib>
 #include <optional>
 
+#include "ptk/core/runtime.hpp"
+
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   // ctest discovers tests by parsing --gtest_list_tests output: listing needs no Kokkos (nor a
-  // GPU), and Kokkos must not print into it. Unbound threads, as Kokkos advises for unit tests.
-  setenv("OMP_PROC_BIND", "false", 0);
+  // GPU), and Kokkos must not print into it. Unbound threads, as Kokkos advises for unit tests
+  // (unless the user configured binding). PTK_DEVICE=host|default picks the spaces tested
+  // (parity.hpp); a GPU build on a machine without its GPU exits 2 with one line.
+  ptk::runtime::set_openmp_defaults("false");
   std::optional<Kokkos::ScopeGuard> kokkos;
-  if (!::testing::GTEST_FLAG(list_tests)) kokkos.emplace(argc, argv);
+  if (!::testing::GTEST_FLAG(list_tests)) {
+    if (ptk::runtime::device_from_env("ptk_tests").empty()) return 2;
+    if (const int status = ptk::runtime::check_can_initialize("ptk_tests")) return status;
+    kokkos.emplace(argc, argv);
+  }
   return RUN_ALL_TESTS();
 }

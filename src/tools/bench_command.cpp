@@ -1,4 +1,4 @@
-// ptk bench [--quick] [--out DIR] [--filter REGEX] [--repetitions N]: runs the sweep binary built
+// ptk bench [--quick] [--out DIR] [--filter REGEX] [--repetitions N] [--device host|default]: runs the sweep binary built
 // beside ptk once per implementation, each in its own process (progress on the terminal, JSON to
 // DIR/raw/<impl>.json), then the report script (DIR/bench.json merged, DIR/report.md, DIR/*.png).
 //
@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <iostream>
 #include <map>
 #include <sstream>
@@ -74,9 +75,14 @@ int bench_command(const Args& args, const std::string& self_dir) {
     else if (args[i] == "--out" && has_value) out = args[++i];
     else if (args[i] == "--filter" && has_value) filter = args[++i];
     else if (args[i] == "--repetitions" && has_value) repetitions = args[++i];
-    else
+    else if (args[i] == "--device" && has_value) {  // passed to the sweep processes as PTK_DEVICE
+      const auto& device = args[++i];
+      if (device != "host" && device != "default")
+        throw UsageError{"bench: --device must be host or default, got '" + device + "'"};
+      setenv("PTK_DEVICE", device.c_str(), 1);
+    } else
       throw UsageError{"bench: unexpected argument '" + args[i] +
-                       "' (expected --quick, --out DIR, --filter REGEX or --repetitions N)"};
+                       "' (expected --quick, --out DIR, --filter REGEX, --repetitions N or --device host|default)"};
   }
   if (repetitions.empty() || repetitions.find_first_not_of("0123456789") != std::string::npos || std::stoi(repetitions) < 1)
     throw UsageError{"bench: --repetitions needs a positive integer, got '" + repetitions + "'"};

@@ -7,7 +7,8 @@ namespace ptk::tools {
 
 using Args = std::vector<std::string>;
 
-int info_command(const Args& args);
+// kokkos_started is false in a GPU build on a machine without its GPU (Kokkos cannot start there).
+int info_command(const Args& args, bool kokkos_started);
 int op_command(const Args& args);
 int bench_command(const Args& args, const std::string& self_dir);
 

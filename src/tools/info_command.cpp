@@ -1,11 +1,22 @@
-// ptk info: what this build of ptk runs on.
+// ptk info [--verbose] [--model L,H,C,T,V[,B]] [--device host|default]: what this build of ptk
+// runs on. Devices are found per built backend through the CUDA/HIP runtime (ptk::runtime), so a
+// GPU build on a machine without its GPU still reports, without starting Kokkos.
 #include <Kokkos_Core.hpp>
 
-#include <fstream>
+#if defined(KOKKOS_ENABLE_OPENMP)
+#include <omp.h>
+#endif
+
+#include <cstdio>
 #include <iostream>
+#include <sstream>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "commands.hpp"
+#include "ptk/core/runtime.hpp"
+#include "ptk/nn/memory_estimate.hpp"
 
 namespace ptk::tools {
 namespace {
@@ -29,6 +40,48 @@ std::string backends() {
   add("Serial");
 #endif
   return s;
+}
+
+// The architectures Kokkos was configured for (the common ones; --verbose prints Kokkos' own list).
+std::string kokkos_archs() {
+  std::string s;
+  const auto add = [&](const char* name) { s += (s.empty() ? "" : ", ") + std::string(name); };
+#if defined(KOKKOS_ARCH_HOPPER90)
+  add("HOPPER90 (sm_90)");
+#endif
+#if defined(KOKKOS_ARCH_ADA89)
+  add("ADA89 (sm_89)");
+#endif
+#if defined(KOKKOS_ARCH_AMPERE86)
+  add("AMPERE86 (sm_86)");
+#endif
+#if defined(KOKKOS_ARCH_AMPERE80)
+  add("AMPERE80 (sm_80)");
+#endif
+#if defined(KOKKOS_ARCH_VOLTA70)
+  add("VOLTA70 (sm_70)");
+#endif
+#if defined(KOKKOS_ARCH_AMD_GFX90A) || defined(KOKKOS_ARCH_VEGA90A)
+  add("gfx90a");
+#endif
+#if defined(KOKKOS_ARCH_AMD_GFX908) || defined(KOKKOS_ARCH_VEGA908)
+  add("gfx908");
+#endif
+#if defined(KOKKOS_ARCH_AMD_GFX942)
+  add("gfx942");
+#endif
+#if defined(KOKKOS_ARCH_SKX)
+  add("SKX");
+#endif
+#if defined(KOKKOS_ARCH_SPR)
+  add("SPR");
+#endif
+  return s.empty() ? "none named (host code from the compiler flags)" : s;
+}
+
+template <bool on>
+constexpr const char* yes_no() {
+  return on ? "yes" : "no";
 }
 
 // The widest vector ISA the compiler was allowed to use for this binary (-march), and whether the
@@ -56,31 +109,133 @@ std::string compiled_isa() {
   return std::string(isa) + (here ? "" : " (this CPU lacks it)");
 }
 
-std::string host_memory() {
-  std::ifstream meminfo("/proc/meminfo");
-  std::string key, unit;
-  long long kib = 0;
-  while (meminfo >> key >> kib >> unit)
-    if (key == "MemTotal:") return std::to_string(kib / (1024 * 1024)) + " GiB";
-  return "unknown";
+std::string gib(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f GiB", bytes / (1024.0 * 1024.0 * 1024.0));
+  return buf;
+}
+
+std::string grouped(std::int64_t n) {
+  std::string s = std::to_string(n);
+  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<std::size_t>(i), ",");
+  return s;
+}
+
+void row(const std::string& key, const std::string& value) {
+  std::cout << "  " << key << std::string(key.size() < 26 ? 26 - key.size() : 1, ' ') << value << '\n';
+}
+
+nn::ModelShape parse_model(const std::string& text) {
+  std::vector<std::int64_t> v;
+  std::stringstream in(text);
+  for (std::string part; std::getline(in, part, ',');) {
+    std::size_t used = 0;
+    long long x = 0;
+    try {
+      x = std::stoll(part, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != part.size() || part.empty() || x < 1)
+      throw UsageError{"info: --model needs positive integers L,H,C,T,V[,B], got '" + text + "'"};
+    v.push_back(x);
+  }
+  if (v.size() != 5 && v.size() != 6)
+    throw UsageError{"info: --model needs L,H,C,T,V[,B] (layers, heads, channels, context, vocabulary, batch), got '" +
+                     text + "'"};
+  if (v[2] % v[1] != 0) throw UsageError{"info: --model: channels C must be a multiple of heads H, got '" + text + "'"};
+  return {v[0], v[1], v[2], v[3], v[4], v.size() == 6 ? v[5] : 1};
 }
 
 }  // namespace
 
-int info_command(const Args& args) {
-  if (!args.empty()) throw UsageError{"info takes no arguments, got '" + args[0] + "'"};
-  std::cout << "ptk " PTK_VERSION << '\n'
-            << "Kokkos version:          " << KOKKOS_VERSION / 10000 << '.' << KOKKOS_VERSION / 100 % 100 << '.'
-            << KOKKOS_VERSION % 100 << '\n'
-            << "backends built in:       " << backends() << '\n'
-            << "host ISA compiled for:   " << compiled_isa() << '\n'
-            << "default execution space: " << Kokkos::DefaultExecutionSpace::name() << " (ptk op --device default)\n"
-            << "host execution space:    " << Kokkos::DefaultHostExecutionSpace::name() << " (ptk op --device host)\n"
-            << "concurrency:             " << Kokkos::DefaultExecutionSpace().concurrency() << " (default), "
-            << Kokkos::DefaultHostExecutionSpace().concurrency() << " (host)\n"
-            << "host memory:             " << host_memory() << "\n\n"
-            << "Kokkos configuration (devices, with names and memory, are listed per backend):\n";
-  Kokkos::print_configuration(std::cout, true);
+int info_command(const Args& args, bool kokkos_started) {
+  bool verbose = false;
+  std::string model, device = "default";
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const bool has_value = i + 1 < args.size();
+    if (args[i] == "--verbose") verbose = true;
+    else if (args[i] == "--model" && has_value) model = args[++i];
+    else if (args[i] == "--device" && has_value) device = args[++i];
+    else throw UsageError{"info: unexpected argument '" + args[i] + "' (expected --verbose, --model L,H,C,T,V[,B] or --device host|default)"};
+  }
+  if (device != "host" && device != "default")
+    throw UsageError{"info: --device must be host or default, got '" + device + "'"};
+  const auto model_shape = model.empty() ? nn::ModelShape{} : parse_model(model);
+
+  const auto probe = runtime::probe_gpus(/*details=*/true);
+  const bool gpu_usable = probe.built && probe.count > 0;
+  const int host_threads = kokkos_started ? Kokkos::DefaultHostExecutionSpace().concurrency()
+#if defined(KOKKOS_ENABLE_OPENMP)
+                                          : omp_get_max_threads();
+#else
+                                          : 1;
+#endif
+
+  std::cout << "ptk " PTK_VERSION << "\n\nKokkos configuration\n";
+  row("version", std::to_string(KOKKOS_VERSION / 10000) + '.' + std::to_string(KOKKOS_VERSION / 100 % 100) + '.' +
+                     std::to_string(KOKKOS_VERSION % 100));
+  row("backends", backends());
+  row("architectures", kokkos_archs());
+  row("host ISA compiled for", compiled_isa());
+#if defined(KOKKOS_ENABLE_DEBUG_BOUNDS_CHECK)
+  row("bounds checks", "yes");
+#else
+  row("bounds checks", "no");
+#endif
+#if defined(KOKKOS_ENABLE_DEBUG)
+  row("debug", "yes");
+#else
+  row("debug", "no");
+#endif
+  row("default execution space", std::string(Kokkos::DefaultExecutionSpace::name()) + " (--device default)" +
+                                     (probe.built && !gpu_usable ? ": unusable here, no device" : ""));
+  row("host execution space", std::string(Kokkos::DefaultHostExecutionSpace::name()) + " (--device host), " +
+                                  std::to_string(host_threads) + " threads");
+
+  std::cout << "\nDevices\n";
+  row("host", std::to_string(std::thread::hardware_concurrency()) + " CPUs, " + gib(runtime::host_total_bytes()) +
+                  " total, " + gib(runtime::host_available_bytes()) + " available");
+  if (probe.built) {
+    if (!gpu_usable) {
+      row(runtime::gpu_backend(), "none found (" + probe.error + ")");
+      std::cout << "  This " << runtime::gpu_backend()
+                << " build cannot run kernels on this machine: Kokkos cannot start a GPU build without its GPU,\n"
+                   "  so `ptk op`, `ptk bench` and the tests exit 2 here. Use the cpu build (cmake --preset cpu).\n";
+    }
+    for (const auto& d : probe.devices) {
+      row(std::string(runtime::gpu_backend()) + " " + std::to_string(d.id), d.name);
+      row("  architecture", d.arch);
+      row("  memory", gib(static_cast<double>(d.total_bytes)) + " total, " + gib(static_cast<double>(d.free_bytes)) + " free");
+      row("  multiprocessors", std::to_string(d.multiprocessors));
+    }
+  }
+
+  if (!model.empty()) {
+    const auto e = nn::estimate_training_memory(model_shape);
+    const bool on_gpu = device == "default" && gpu_usable;
+    const double available = on_gpu ? static_cast<double>(probe.devices.empty() ? 0 : probe.devices[0].free_bytes)
+                                    : static_cast<double>(runtime::host_available_bytes());
+    const std::string where =
+        on_gpu ? std::string(runtime::gpu_backend()) + " 0 free memory" : std::string("host MemAvailable");
+    std::cout << "\nTraining memory, GPT-2-style model L=" << model_shape.layers << " H=" << model_shape.heads
+              << " C=" << model_shape.channels << " T=" << model_shape.context << " V=" << model_shape.vocab
+              << " B=" << model_shape.batch << " (float32, AdamW; formulas in src/ptk/nn/memory_estimate.hpp)\n";
+    row("parameters", grouped(e.parameters) + " = " + gib(static_cast<double>(e.parameter_bytes)));
+    row("gradients", gib(static_cast<double>(e.gradient_bytes)));
+    row("AdamW state (m, v)", gib(static_cast<double>(e.optimizer_bytes)));
+    row("activations", grouped(e.activations) + " = " + gib(static_cast<double>(e.activation_bytes)));
+    row("activation gradients", gib(static_cast<double>(e.activation_gradient_bytes)));
+    row("total", gib(static_cast<double>(e.total_bytes())));
+    row("fits", std::string(static_cast<double>(e.total_bytes()) <= available ? "yes" : "no") + ": " +
+                    gib(static_cast<double>(e.total_bytes())) + " of " + gib(available) + " (" + where + ")");
+  }
+
+  if (verbose) {
+    std::cout << "\nKokkos::print_configuration (verbose)\n";
+    if (kokkos_started) Kokkos::print_configuration(std::cout, true);
+    else std::cout << "  (not available: Kokkos was not started, see above)\n";
+  }
   return 0;
 }
 

@@ -11,15 +11,18 @@
 
 #include "commands.hpp"
 #include "ptk/core/error.hpp"
+#include "ptk/core/runtime.hpp"
 #include "ptk/io/npy.hpp"
 
 namespace {
 
 const char* const kUsage = R"(usage:
-  ptk info                                   Kokkos version, backends, devices, memory
+  ptk info [--verbose] [--model L,H,C,T,V[,B]] [--device host|default]
+                                             Kokkos version, backends, devices, memory;
+                                             --model: training memory of a GPT-2-style model
   ptk op NAME --in A.npy [--in B.npy ...] [--set key=value ...] --out Y.npy [--out Z.npy ...]
          [--device host|default]             run one op on .npy files (ptk op --help lists ops)
-  ptk bench [--quick] [--out DIR] [--filter REGEX] [--repetitions N]
+  ptk bench [--quick] [--out DIR] [--filter REGEX] [--repetitions N] [--device host|default]
                                              benchmark sweeps, one process per implementation
                                              -> DIR/report.md, DIR/*.png, DIR/bench.json
 Exit status: 0 on success, 2 on bad input (one-line message on stderr).
@@ -36,9 +39,9 @@ std::string executable_dir() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Kokkos' OpenMP backend asks for thread binding (and warns on stdout without it).
-  setenv("OMP_PROC_BIND", "spread", 0);
-  setenv("OMP_PLACES", "threads", 0);
+  // Kokkos' OpenMP backend warns without a thread-binding setting: threads spread over the cores
+  // (OMP_PLACES=threads) unless the user configured binding; ptk bench's processes inherit it.
+  ptk::runtime::set_openmp_defaults("spread");
 
   const std::string command = argc > 1 ? argv[1] : "";
   if (command.empty() || command == "--help" || command == "-h" || command == "help") {
@@ -54,11 +57,20 @@ int main(int argc, char** argv) {
   }
   int kokkos_argc = static_cast<int>(kokkos_argv.size());
   try {
-    if (command == "bench") return ptk::tools::bench_command(args, executable_dir());  // runs its own processes
+    if (command == "bench") {  // runs its own processes, which start Kokkos
+      if (const int status = ptk::runtime::check_can_initialize("ptk")) return status;
+      return ptk::tools::bench_command(args, executable_dir());
+    }
     if (command != "info" && command != "op")
       throw ptk::tools::UsageError{"unknown command '" + command + "' (expected info, op or bench)"};
+    // A GPU build on a machine without its GPU: Kokkos::initialize would abort (runtime.hpp), so
+    // `info` reports without Kokkos and `op` refuses with one line, exit 2.
+    if (ptk::runtime::gpu_build_without_gpu()) {
+      if (command == "info") return ptk::tools::info_command(args, /*kokkos_started=*/false);
+      return ptk::runtime::check_can_initialize("ptk");
+    }
     Kokkos::ScopeGuard kokkos(kokkos_argc, kokkos_argv.data());
-    return command == "info" ? ptk::tools::info_command(args) : ptk::tools::op_command(args);
+    return command == "info" ? ptk::tools::info_command(args, true) : ptk::tools::op_command(args);
   } catch (const ptk::tools::UsageError& e) {
     std::cerr << "ptk: " << e.message << '\n';
   } catch (const ptk::Error& e) {

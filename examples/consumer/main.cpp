@@ -1,0 +1,33 @@
+// Runs one ptk op (softmax) through an installed ptk and checks the result on the host.
+#include <ptk/core/runtime.hpp>
+#include <ptk/ptk.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <vector>
+
+int main(int argc, char** argv) {
+  ptk::runtime::set_openmp_defaults();  // before Kokkos starts: no OMP_PROC_BIND warning
+  if (const int status = ptk::runtime::check_can_initialize("ptk_consumer")) return status;
+  Kokkos::ScopeGuard kokkos(argc, argv);
+
+  using Space = Kokkos::DefaultExecutionSpace;
+  const std::vector<float> x = {1, 2, 3, -1, 0, 1};
+  const auto y = ptk::ops::softmax(ptk::Tensor<Space>::from_host({2, 3}, x)).to_vector();
+
+  int bad = 0;
+  for (int r = 0; r < 2; ++r) {
+    double sum = 0;
+    for (int c = 0; c < 3; ++c) sum += std::exp(double(x[3 * r + c]) - x[3 * r + 2]);
+    for (int c = 0; c < 3; ++c) {
+      const double want = std::exp(double(x[3 * r + c]) - x[3 * r + 2]) / sum;
+      if (std::abs(y[3 * r + c] - want) > 1e-6) {
+        std::printf("ptk_consumer: softmax[%d][%d] = %.8f, expected %.8f\n", r, c, y[3 * r + c], want);
+        ++bad;
+      }
+    }
+  }
+  if (bad) return 1;
+  std::printf("ptk_consumer: softmax through the installed ptk on %s: ok\n", Space::name());
+  return 0;
+}

@@ -1,0 +1,136 @@
+#include "ptk/core/runtime.hpp"
+
+#include <Kokkos_Macros.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+
+#if defined(KOKKOS_ENABLE_CUDA)
+#include <cuda_runtime_api.h>
+#elif defined(KOKKOS_ENABLE_HIP)
+#include <hip/hip_runtime_api.h>
+#endif
+
+namespace ptk::runtime {
+
+const char* gpu_backend() {
+#if defined(KOKKOS_ENABLE_CUDA)
+  return "CUDA";
+#elif defined(KOKKOS_ENABLE_HIP)
+  return "HIP";
+#else
+  return "";
+#endif
+}
+
+GpuProbe probe_gpus(bool details) {
+  GpuProbe probe;
+#if defined(KOKKOS_ENABLE_CUDA)
+  probe.built = true;
+  int n = 0;
+  if (const cudaError_t e = cudaGetDeviceCount(&n); e != cudaSuccess) {
+    probe.error = std::string("cudaGetDeviceCount: ") + cudaGetErrorString(e);
+    cudaGetLastError();  // reset the last-error state for whoever calls the runtime next
+    return probe;
+  }
+  probe.count = n;
+  if (!details) return probe;
+  int current = 0;
+  cudaGetDevice(&current);
+  for (int i = 0; i < n; ++i) {
+    cudaDeviceProp p{};
+    if (cudaGetDeviceProperties(&p, i) != cudaSuccess) continue;
+    GpuDevice d;
+    d.id = i;
+    d.name = p.name;
+    d.arch = "sm_" + std::to_string(p.major) + std::to_string(p.minor) + " (compute capability " +
+             std::to_string(p.major) + "." + std::to_string(p.minor) + ")";
+    d.total_bytes = p.totalGlobalMem;
+    d.multiprocessors = p.multiProcessorCount;
+    std::size_t free_b = 0, total_b = 0;
+    if (cudaSetDevice(i) == cudaSuccess && cudaMemGetInfo(&free_b, &total_b) == cudaSuccess) d.free_bytes = free_b;
+    probe.devices.push_back(d);
+  }
+  cudaSetDevice(current);
+#elif defined(KOKKOS_ENABLE_HIP)
+  probe.built = true;
+  int n = 0;
+  if (const hipError_t e = hipGetDeviceCount(&n); e != hipSuccess) {
+    probe.error = std::string("hipGetDeviceCount: ") + hipGetErrorString(e);
+    return probe;
+  }
+  probe.count = n;
+  if (!details) return probe;
+  int current = 0;
+  (void)hipGetDevice(&current);
+  for (int i = 0; i < n; ++i) {
+    hipDeviceProp_t p{};
+    if (hipGetDeviceProperties(&p, i) != hipSuccess) continue;
+    GpuDevice d;
+    d.id = i;
+    d.name = p.name;
+    d.arch = p.gcnArchName;
+    d.total_bytes = p.totalGlobalMem;
+    d.multiprocessors = p.multiProcessorCount;
+    std::size_t free_b = 0, total_b = 0;
+    if (hipSetDevice(i) == hipSuccess && hipMemGetInfo(&free_b, &total_b) == hipSuccess) d.free_bytes = free_b;
+    probe.devices.push_back(d);
+  }
+  (void)hipSetDevice(current);
+#else
+  (void)details;
+#endif
+  if (probe.built && probe.count == 0 && probe.error.empty()) probe.error = "the runtime reports 0 devices";
+  return probe;
+}
+
+bool gpu_build_without_gpu() {
+  const auto probe = probe_gpus(false);
+  return probe.built && probe.count == 0;
+}
+
+std::string no_gpu_message(const std::string& program) {
+  const auto probe = probe_gpus(false);
+  return program + ": this is a " + gpu_backend() + " build and this machine has no " + gpu_backend() + " device (" +
+         probe.error + "); Kokkos cannot start a " + gpu_backend() +
+         " build without one, not even for the host: use the cpu build (cmake --preset cpu)";
+}
+
+int check_can_initialize(const std::string& program) {
+  if (!gpu_build_without_gpu()) return 0;
+  std::cerr << no_gpu_message(program) << '\n';
+  return 2;
+}
+
+std::string device_from_env(const std::string& program, const std::string& fallback) {
+  const char* v = std::getenv("PTK_DEVICE");
+  if (!v || !*v) return fallback;
+  const std::string s = v;
+  if (s == "host" || s == "default") return s;
+  std::cerr << program << ": PTK_DEVICE must be host or default, got '" << s << "'\n";
+  return "";
+}
+
+void set_openmp_defaults(const char* bind) {
+  if (std::getenv("OMP_PROC_BIND") || std::getenv("OMP_PLACES") || std::getenv("GOMP_CPU_AFFINITY")) return;
+  setenv("OMP_PROC_BIND", bind, 1);
+  if (std::string(bind) != "false") setenv("OMP_PLACES", "threads", 1);
+}
+
+namespace {
+std::size_t meminfo(const char* wanted) {
+  std::ifstream in("/proc/meminfo");
+  std::string key, unit;
+  unsigned long long kib = 0;
+  while (in >> key >> kib >> unit)
+    if (key == wanted) return static_cast<std::size_t>(kib) * 1024;
+  return 0;
+}
+}  // namespace
+
+std::size_t host_available_bytes() { return meminfo("MemAvailable:"); }
+std::size_t host_total_bytes() { return meminfo("MemTotal:"); }
+
+}  // namespace ptk::runtime

@@ -1,0 +1,65 @@
+#pragma once
+// What a ptk program needs to know before Kokkos::initialize: the GPU backend this build has, how
+// many devices the machine offers it (counted through the CUDA/HIP runtime API, never through
+// Kokkos), the device a user asked for (PTK_DEVICE, --device) and sane OpenMP defaults.
+//
+// Why a GPU build cannot fall back to the host on a machine without a GPU: Kokkos::initialize
+// initializes every backend compiled in, and its CUDA and HIP backends abort the process when the
+// runtime reports no device. There is no Kokkos switch to leave a backend out at run time, so a
+// program of a GPU build checks the device count first and, where there is none, refuses with one
+// line that names the cpu build (exit 2) instead of dying with Kokkos' abort trace. See
+// docs/design.md, "Run-time device selection".
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace ptk::runtime {
+
+// "CUDA" or "HIP" when Kokkos was built with that backend, "" for a host-only build.
+const char* gpu_backend();
+
+struct GpuDevice {
+  int id = 0;
+  std::string name;
+  std::string arch;              // "sm_90 (compute capability 9.0)" or the gfx arch, e.g. "gfx90a"
+  std::size_t total_bytes = 0;
+  std::size_t free_bytes = 0;    // 0 when not asked for (querying it creates a context)
+  int multiprocessors = 0;       // SMs (CUDA) or compute units (HIP)
+};
+
+struct GpuProbe {
+  bool built = false;            // the build has a GPU backend
+  int count = 0;                 // devices the runtime reports (0 on any runtime error)
+  std::string error;             // the runtime's message when it reported none, e.g. "no CUDA-capable device is detected"
+  std::vector<GpuDevice> devices;
+};
+
+// Counts the devices of the built GPU backend; with `details`, also reads each device's
+// properties and free memory. Safe before and after Kokkos::initialize.
+GpuProbe probe_gpus(bool details = false);
+
+// True when the build has a GPU backend and the machine offers it no device.
+bool gpu_build_without_gpu();
+
+// The one-line refusal for a GPU build on a machine without its GPU (no trailing newline).
+std::string no_gpu_message(const std::string& program);
+
+// For a program about to call Kokkos::initialize: returns 0 when it may, else prints
+// no_gpu_message(program) on stderr and returns 2, the exit status to leave with.
+int check_can_initialize(const std::string& program);
+
+// PTK_DEVICE: "host" or "default" (the default execution space, a GPU in a GPU build); unset or
+// empty means `fallback`. Anything else prints one line and returns "" (the caller exits 2).
+std::string device_from_env(const std::string& program, const std::string& fallback = "default");
+
+// Kokkos' OpenMP backend warns (on every start) unless thread binding is configured. When the user
+// set none of OMP_PROC_BIND, OMP_PLACES and GOMP_CPU_AFFINITY, sets OMP_PROC_BIND=`bind` (and
+// OMP_PLACES=threads when binding); a user's own setting is always left alone. Call it before
+// Kokkos::initialize (the OpenMP runtime reads these when it starts).
+void set_openmp_defaults(const char* bind = "false");
+
+// Host memory the kernel reports as available for new allocations (MemAvailable), 0 if unknown.
+std::size_t host_available_bytes();
+std::size_t host_total_bytes();
+
+}  // namespace ptk::runtime

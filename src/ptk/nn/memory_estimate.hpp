@@ -1,0 +1,63 @@
+#pragma once
+// Memory needed to train a GPT-2-style model in float32 with AdamW, as `ptk info --model` reports.
+//
+// The model (GPT-2): token embedding wte [V, C] (tied: also the LM head), position embedding
+// wpe [T, C], L blocks of {ln1 (γ, β) [C] ×2, qkv [C, 3C] + bias [3C], attention projection
+// [C, C] + [C], ln2 [C] ×2, MLP fc [C, 4C] + [4C], MLP projection [4C, C] + [C]} and a final
+// layernorm [C] ×2:
+//     parameters P = V·C + T·C + L·(12·C² + 13·C) + 2·C
+// GPT-2 small (L=12, H=12, C=768, T=1024, V=50257): P = 124,439,808.
+//
+// Training memory, 4 bytes per float:
+//     parameters P, gradients P, AdamW moments m and v 2·P,
+//     activations A kept for the backward pass at batch B and sequence T, and as much again for
+//     their gradients during the backward pass (an upper bound: a backward pass may reuse them):
+//     A = L·(B·T·(17·C + 4) + 2·B·H·T²) + B·T·(2·C + 3) + 2·B·T·V
+// where, per block and token: ln1 out C, qkv 3C, attention out C, attention projection C,
+// residual C, ln2 out C, fc 4C, gelu 4C, MLP projection C, residual C (= 17·C) and the mean and
+// 1/std of both layernorms (4); per block, sequence and head the T×T attention scores and their
+// softmax (2·B·H·T²); outside the blocks, per token, the embedding sum C, the final layernorm C
+// with its mean and 1/std (2), the loss (1), the logits and their softmax (2·V).
+// Not counted: the framework's workspace, allocator slack and the CUDA context (~0.5 GiB).
+#include <cstdint>
+
+namespace ptk::nn {
+
+struct ModelShape {
+  std::int64_t layers = 0, heads = 0, channels = 0, context = 0, vocab = 0, batch = 1;
+};
+
+struct MemoryEstimate {
+  std::int64_t parameters = 0;   // counts of floats
+  std::int64_t activations = 0;
+  std::int64_t parameter_bytes = 0, gradient_bytes = 0, optimizer_bytes = 0, activation_bytes = 0,
+               activation_gradient_bytes = 0;
+  std::int64_t total_bytes() const {
+    return parameter_bytes + gradient_bytes + optimizer_bytes + activation_bytes + activation_gradient_bytes;
+  }
+};
+
+constexpr std::int64_t gpt2_parameters(const ModelShape& m) {
+  const auto L = m.layers, C = m.channels, T = m.context, V = m.vocab;
+  return V * C + T * C + L * (12 * C * C + 13 * C) + 2 * C;
+}
+
+constexpr std::int64_t gpt2_activations(const ModelShape& m) {
+  const auto L = m.layers, H = m.heads, C = m.channels, T = m.context, V = m.vocab, B = m.batch;
+  return L * (B * T * (17 * C + 4) + 2 * B * H * T * T) + B * T * (2 * C + 3) + 2 * B * T * V;
+}
+
+constexpr MemoryEstimate estimate_training_memory(const ModelShape& m) {
+  MemoryEstimate e;
+  constexpr std::int64_t f = sizeof(float);
+  e.parameters = gpt2_parameters(m);
+  e.activations = gpt2_activations(m);
+  e.parameter_bytes = f * e.parameters;
+  e.gradient_bytes = f * e.parameters;
+  e.optimizer_bytes = 2 * f * e.parameters;
+  e.activation_bytes = f * e.activations;
+  e.activation_gradient_bytes = f * e.activations;
+  return e;
+}
+
+}  // namespace ptk::nn
