@@ -77,5 +77,37 @@ inline Tolerance attention_lse(std::int64_t D, std::int64_t S, double score_boun
   return {attention_score_error(D, score_bound) + reduction(S), 2.0 * u};
 }
 
+// embedding backward: dtable[v] += a sequential fp32 sum of the k rows of dout (values in [-1, 1]) that carry id v.
+// The partial sums grow like sqrt(k/3), each of the k roundings is u times that: a random walk of size
+// ~u·k/sqrt(3); reduction(k)·(1 + sqrt(k)) bounds it with the usual headroom. The forward is a copy (exact).
+inline Tolerance embedding_backward(std::int64_t k) {
+  const double r = reduction(k);
+  return {r * (1.0 + std::sqrt(static_cast<double>(k))), r};
+}
+
+// cross-entropy, per row: lse = max + log Σ exp(l - max) with a V-term fp32 sum (reduction(V) relative, hence
+// absolute in lse) and fp32 roundings of arguments of size up to |l| + log V (u each, a few of them).
+// The per-row loss lse - l[target] carries the same absolute error; the mean adds a reduction over rows.
+inline Tolerance cross_entropy(std::int64_t V, double max_abs_logit) {
+  return {reduction(V) + 4.0 * u * (max_abs_logit + std::log(static_cast<double>(V)) + 1.0), 4.0 * u};
+}
+// cross-entropy backward: p = exp(l - lse) in fp32 has the relative error of its argument's absolute error
+// (the forward's lse error, cross_entropy(V, …).atol); the gradient w·(p - [target]) inherits it times |w|.
+inline Tolerance cross_entropy_backward(std::int64_t V, double max_abs_logit, double weight) {
+  return {std::fabs(weight) * (cross_entropy(V, max_abs_logit).atol + 4.0 * u), 4.0 * u};
+}
+
+// rope: one rotation of an O(1) pair by fp32-rounded cos/sin (u each, the tables are computed in double):
+// two products and a sum, a few u on an O(1) value. Backward adds one more rounding (the +=).
+constexpr Tolerance rope{8.0 * u, 4.0 * u};
+
+// Gradient check (tests/gradcheck_test.cpp), all in double: an oracle backward's vector-Jacobian product
+// against central differences (f(x + h) - f(x - h)) / 2h of f = Σ g·forward(x), h = kGradcheckStep.
+// Truncation: h²/6 |f‴| = 1.7e-11 |f‴|; 1e-8 covers |f‴| up to ~600 (the test data keep it O(10)).
+// Rounding: each f carries a few ε_64 = 2^-52 of F = Σ |g_i y_i|, amplified by 1/2h; 4 ε_64 F / h bounds it.
+// rtol 1e-6 absorbs the h² term of large gradients. A wrong index, sign or factor misses by O(1) relative.
+constexpr double kGradcheckStep = 1e-5;
+inline Tolerance gradcheck(double f_abs) { return {1e-8 + 4.0 * 0x1p-52 * f_abs / kGradcheckStep, 1e-6}; }
+
 }  // namespace tolerance
 }  // namespace ptk::test

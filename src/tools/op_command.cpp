@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <climits>
 #include <cerrno>
 #include <cstring>
 #include <cmath>
@@ -38,6 +39,21 @@ const std::vector<OpSpec> kOps = {
     {"attention", {"Q", "K", "V"}, {"O", "lse"}, {{"causal", "0"}, {"scale", "1/sqrt(D)"}}},
     {"gelu", {"X"}, {"Y"}, {}},
     {"silu", {"X"}, {"Y"}, {}},
+    {"embedding", {"ids", "table"}, {"out"}, {}},
+    {"embedding_backward", {"ids", "dout"}, {"dtable"}, {{"vocab", "max id + 1"}}},
+    {"cross_entropy", {"logits", "targets"}, {"loss", "losses", "lse"}, {{"ignore_index", "-100"}}},
+    {"cross_entropy_backward", {"logits", "targets"}, {"dlogits"}, {{"ignore_index", "-100"}, {"dloss", "1"}}},
+    {"rope", {"X"}, {"Y"}, {{"pos_offset", "0"}, {"base", "10000"}, {"layout", "bthd"}}},
+    {"rope_backward", {"dY"}, {"dX"}, {{"pos_offset", "0"}, {"base", "10000"}, {"layout", "bthd"}}},
+};
+
+// Inputs read as integer .npy (int32 or int64): token ids and class targets.
+bool is_index_input(const std::string& name) { return name == "ids" || name == "targets"; }
+
+// What the op reads: float arrays, and for index inputs (same positions) their ids; the other slot is empty.
+struct OpInputs {
+  std::vector<io::NpyArray> arrays;
+  std::vector<io::NpyIndexArray> ids;
 };
 
 std::string join(const std::vector<std::string>& v, const char* sep = ", ") {
@@ -67,6 +83,17 @@ class Settings {
     return text == "1";
   }
   std::string word(const std::string& key, const std::string& fallback) const { return has(key) ? values_.at(key) : fallback; }
+  long long integer(const std::string& key, long long fallback, long long lo, long long hi) const {
+    if (!has(key)) return fallback;
+    const auto& text = values_.at(key);
+    char* end = nullptr;
+    errno = 0;
+    const long long v = std::strtoll(text.c_str(), &end, 10);
+    if (text.empty() || *end != '\0' || errno == ERANGE || v < lo || v > hi)
+      throw UsageError{"op " + op_.name + ": " + key + " must be an integer in [" + std::to_string(lo) + ", " +
+                       std::to_string(hi) + "], got '" + text + "'"};
+    return v;
+  }
 
  private:
   const OpSpec& op_;
@@ -74,9 +101,7 @@ class Settings {
 };
 
 template <class Space>
-std::vector<Tensor<Space>> run(const OpSpec& op, const std::vector<io::NpyArray>& arrays, const Settings& set) {
-  std::vector<Tensor<Space>> in;
-  for (const auto& a : arrays) in.push_back(Tensor<Space>::from_host(a.shape, a.data));
+std::vector<Tensor<Space>> run_tensors(const OpSpec& op, const std::vector<Tensor<Space>>& in, const Settings& set) {
   const auto& n = op.name;
   if (n == "matmul") {
     const auto impl = set.word("impl", "portable");
@@ -99,10 +124,67 @@ std::vector<Tensor<Space>> run(const OpSpec& op, const std::vector<io::NpyArray>
 }
 
 template <class Space>
-std::vector<io::NpyArray> run_to_host(const OpSpec& op, const std::vector<io::NpyArray>& arrays, const Settings& set) {
+IndexVector<Space> to_index_view(const io::NpyIndexArray& a) {
+  std::vector<int> host(a.data.size());
+  for (std::size_t i = 0; i < host.size(); ++i) host[i] = static_cast<int>(a.data[i]);  // range checked on read
+  IndexVector<Space> v("ptk::ids", host.size());
+  Kokkos::deep_copy(v, Kokkos::View<const int*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(host.data(),
+                                                                                                             host.size()));
+  return v;
+}
+
+ops::RopeLayout rope_layout(const Settings& set, const std::string& op) {
+  const auto layout = set.word("layout", "bthd");
+  if (layout != "bthd" && layout != "bhtd") throw UsageError{"op " + op + ": layout must be bthd or bhtd, got '" + layout + "'"};
+  return layout == "bthd" ? ops::RopeLayout::bthd : ops::RopeLayout::bhtd;
+}
+
+// The results of ops whose outputs are not all tensors (a scalar loss) go straight to host arrays.
+template <class Space>
+std::vector<io::NpyArray> run(const OpSpec& op, const OpInputs& inputs, const Settings& set) {
+  const auto host = [](const Tensor<Space>& t) { return io::NpyArray{t.shape(), t.to_vector()}; };
+  std::vector<Tensor<Space>> in;
+  for (std::size_t i = 0; i < inputs.arrays.size(); ++i)
+    in.push_back(is_index_input(op.inputs[i]) ? Tensor<Space>() : Tensor<Space>::from_host(inputs.arrays[i].shape, inputs.arrays[i].data));
+  const auto& n = op.name;
+  const int ignore = static_cast<int>(set.integer("ignore_index", -100, INT_MIN, INT_MAX));
+  if (n == "embedding") return {host(ops::embedding<Space>(to_index_view<Space>(inputs.ids[0]), in[1], inputs.ids[0].shape))};
+  if (n == "embedding_backward") {
+    const auto& ids = inputs.ids[0];
+    long long max_id = -1;
+    for (auto id : ids.data) max_id = std::max<long long>(max_id, id);
+    const auto vocab = set.integer("vocab", max_id + 1, 1, INT_MAX);
+    const auto& dout = in[1];
+    Tensor<Space> dtable({vocab, dout.dim(-1)}, "ptk::dtable");
+    ops::embedding_backward<Space>(dtable, dout, to_index_view<Space>(ids));
+    return {host(dtable)};
+  }
+  if (n == "cross_entropy" || n == "cross_entropy_backward") {
+    const auto targets = to_index_view<Space>(inputs.ids[1]);
+    const auto r = ops::cross_entropy<Space>(in[0], targets, ignore);
+    if (n == "cross_entropy") return {io::NpyArray{{}, {r.loss}}, host(r.losses), host(r.lse)};
+    Tensor<Space> dlogits(in[0].shape(), "ptk::dlogits");
+    ops::cross_entropy_backward<Space>(dlogits, set.number("dloss", 1.0f), in[0], r.lse, targets, r.counted, ignore);
+    return {host(dlogits)};
+  }
+  if (n == "rope" || n == "rope_backward") {
+    const auto offset = set.integer("pos_offset", 0, 0, INT_MAX);
+    const auto base = set.number("base", 10000.0f);
+    const auto layout = rope_layout(set, n);
+    if (n == "rope") return {host(ops::rope(in[0], offset, base, layout))};
+    Tensor<Space> dx(in[0].shape(), "ptk::drope");
+    ops::rope_backward(dx, in[0], offset, base, layout);
+    return {host(dx)};
+  }
   std::vector<io::NpyArray> out;
-  for (const auto& t : run<Space>(op, arrays, set)) out.push_back({t.shape(), t.to_vector()});
+  for (const auto& t : run_tensors<Space>(op, in, set)) out.push_back(host(t));
   return out;
+}
+
+
+template <class Space>
+std::vector<io::NpyArray> run_to_host(const OpSpec& op, const OpInputs& inputs, const Settings& set) {
+  return run<Space>(op, inputs, set);
 }
 
 void write_all(const std::vector<std::string>& paths, const std::vector<io::NpyArray>& arrays) {
@@ -122,7 +204,11 @@ void write_all(const std::vector<std::string>& paths, const std::vector<io::NpyA
 }
 
 void print_ops() {
-  std::cout << "ops (inputs -> outputs; --set keys with defaults):\n";
+  std::cout << "ops (inputs -> outputs; --set keys with defaults). Inputs are float32 .npy, except ids and\n"
+               "targets: int32 or int64 .npy (ids in [0, V); targets in [0, V) or ignore_index). cross_entropy's\n"
+               "loss is the mean over counted rows, a 0-d array; rope's layout is bthd ([B,T,H,D]) or bhtd ([B,H,T,D]).\n"
+               "Backward ops write fresh gradients (dX = 0 + ...): embedding_backward gives dtable [vocab, C],\n"
+               "cross_entropy_backward recomputes the forward and gives dlogits for the loss scaled by dloss.\n";
   for (const auto& op : kOps) {
     std::vector<std::string> keys;
     for (const auto& [k, v] : op.keys) keys.push_back(k + "=" + v);
@@ -186,10 +272,20 @@ int op_command(const Args& args) {
   }
   const Settings settings(op, values);
 
-  std::vector<io::NpyArray> arrays;
+  OpInputs arrays;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
-    arrays.push_back(io::read_npy(inputs[i]));
-    const auto& shape = arrays.back().shape;
+    arrays.arrays.emplace_back();
+    arrays.ids.emplace_back();
+    if (is_index_input(op.inputs[i])) {
+      arrays.ids.back() = io::read_npy_ids(inputs[i]);
+      for (auto id : arrays.ids.back().data)
+        if (id < INT_MIN || id > INT_MAX)
+          throw UsageError{where + op.inputs[i] + " (" + inputs[i] + ") holds " + std::to_string(id) +
+                           ", which does not fit a 32-bit int"};
+    } else {
+      arrays.arrays.back() = io::read_npy(inputs[i]);
+    }
+    const auto& shape = is_index_input(op.inputs[i]) ? arrays.ids.back().shape : arrays.arrays.back().shape;
     for (auto d : shape)
       if (d == 0)
         throw UsageError{where + op.inputs[i] + " (" + inputs[i] + ") is empty, shape " + io::format_shape(shape)};

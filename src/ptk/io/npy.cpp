@@ -25,6 +25,7 @@ constexpr std::size_t kAlign = 64;        // numpy's ARRAY_ALIGN
 constexpr std::size_t kGrowthDigits = 21;  // numpy's GROWTH_AXIS_MAX_DIGITS
 constexpr std::int64_t kInt64Max = std::numeric_limits<std::int64_t>::max();
 constexpr const char* kOnlyF4 = "ptk reads little-endian float32 ('<f4') only";
+constexpr const char* kOnlyIds = "ptk reads little-endian int32 ('<i4') or int64 ('<i8') ids";
 
 [[noreturn]] void fail(const std::string& name, const std::string& problem) {
   throw NpyError(name + ": " + problem);
@@ -58,7 +59,8 @@ bool checked_mul(std::int64_t a, std::int64_t b, std::int64_t& out) {
 // Element count of a shape with non-negative dims. Like NumPy, the product of
 // the non-zero dims and its size in bytes must fit in int64 even when a zero
 // dim makes the array empty.
-std::int64_t element_count(const std::vector<std::int64_t>& shape, const std::string& name) {
+std::int64_t element_count(const std::vector<std::int64_t>& shape, const std::string& name,
+                           std::int64_t item_size = sizeof(float)) {
   std::int64_t count = 1;
   bool empty = false;
   for (const std::int64_t d : shape) {
@@ -69,7 +71,7 @@ std::int64_t element_count(const std::vector<std::int64_t>& shape, const std::st
     }
   }
   std::int64_t bytes = 0;
-  if (!checked_mul(count, std::int64_t{sizeof(float)}, bytes)) {
+  if (!checked_mul(count, item_size, bytes)) {
     fail(name, "shape " + format_shape(shape) + " is too large: its size in bytes overflows int64");
   }
   return empty ? 0 : count;
@@ -272,7 +274,17 @@ std::string format_shape(const std::vector<std::int64_t>& shape) {
   return out + "]";
 }
 
-NpyArray parse_npy(const std::string& bytes, const std::string& name) {
+namespace {
+
+// The checked header of a .npy file: shape, element size and where the data starts. `ids` selects the
+// accepted dtypes: '<f4', or '<i4' / '<i8' for token ids and targets.
+struct Layout {
+  std::vector<std::int64_t> shape;
+  std::size_t item_size = 0, offset = 0;
+  std::int64_t count = 0;
+};
+
+Layout parse_layout(const std::string& bytes, const std::string& name, bool ids) {
   if (bytes.compare(0, kMagicLen, kMagic) != 0) fail(name, "not a .npy file (bad magic)");
   if (bytes.size() < kMagicLen + 2) fail(name, "truncated header: file ends after the magic string");
 
@@ -296,11 +308,18 @@ NpyArray parse_npy(const std::string& bytes, const std::string& name) {
   }
 
   Header h = HeaderParser(std::string_view(bytes).substr(prefix, header_len), name).parse();
-  if (h.descr != "<f4") fail(name, "dtype " + quote(h.descr) + " is not supported: " + kOnlyF4);
+  std::size_t item_size = sizeof(float);
+  if (ids) {
+    if (h.descr == "<i4") item_size = 4;
+    else if (h.descr == "<i8") item_size = 8;
+    else fail(name, "dtype " + quote(h.descr) + " is not supported for ids: " + kOnlyIds);
+  } else if (h.descr != "<f4") {
+    fail(name, "dtype " + quote(h.descr) + " is not supported: " + kOnlyF4);
+  }
   if (h.fortran_order) fail(name, "Fortran-order arrays are not supported; save with np.ascontiguousarray");
 
-  const std::int64_t count = element_count(h.shape, name);
-  const std::uint64_t expected = static_cast<std::uint64_t>(count) * sizeof(float);
+  const std::int64_t count = element_count(h.shape, name, static_cast<std::int64_t>(item_size));
+  const std::uint64_t expected = static_cast<std::uint64_t>(count) * item_size;
   const std::size_t offset = prefix + header_len;
   const std::uint64_t found = bytes.size() - offset;
   if (found != expected) {
@@ -309,14 +328,41 @@ NpyArray parse_npy(const std::string& bytes, const std::string& name) {
                    std::to_string(found));
   }
 
+  return Layout{std::move(h.shape), item_size, offset, count};
+}
+
+}  // namespace
+
+NpyArray parse_npy(const std::string& bytes, const std::string& name) {
+  Layout l = parse_layout(bytes, name, false);
   NpyArray out;
-  out.shape = std::move(h.shape);
-  out.data.resize(static_cast<std::size_t>(count));
-  if (count > 0) std::memcpy(out.data.data(), bytes.data() + offset, expected);
+  out.shape = std::move(l.shape);
+  out.data.resize(static_cast<std::size_t>(l.count));
+  if (l.count > 0) std::memcpy(out.data.data(), bytes.data() + l.offset, static_cast<std::size_t>(l.count) * sizeof(float));
   return out;
 }
 
-NpyArray read_npy(const std::string& path) {
+NpyIndexArray parse_npy_ids(const std::string& bytes, const std::string& name) {
+  Layout l = parse_layout(bytes, name, true);
+  NpyIndexArray out;
+  out.shape = std::move(l.shape);
+  out.data.resize(static_cast<std::size_t>(l.count));
+  const char* p = bytes.data() + l.offset;
+  for (std::size_t i = 0; i < out.data.size(); ++i) {
+    if (l.item_size == 4) {
+      std::int32_t v;
+      std::memcpy(&v, p + 4 * i, 4);
+      out.data[i] = v;
+    } else {
+      std::memcpy(&out.data[i], p + 8 * i, 8);
+    }
+  }
+  return out;
+}
+
+namespace {
+template <class Parse>
+auto read_file(const std::string& path, Parse parse) {
   errno = 0;
   File f(std::fopen(path.c_str(), "rb"), &std::fclose);
   if (!f) fail(path, std::string("cannot open file: ") + std::strerror(errno));
@@ -331,13 +377,18 @@ NpyArray read_npy(const std::string& path) {
     while ((n = std::fread(buf, 1, sizeof buf, f.get())) > 0) bytes.append(buf, n);
     if (std::ferror(f.get())) fail(path, std::string("cannot read file: ") + std::strerror(errno));
     f.reset();
-    return parse_npy(bytes, path);
+    return parse(bytes, path);
   } catch (const std::bad_alloc&) {
     fail(path, "out of memory reading the file (" + std::to_string(bytes.size()) + " bytes read)");
   } catch (const std::length_error&) {
     fail(path, "file is too large to read into memory");
   }
 }
+
+}  // namespace
+
+NpyArray read_npy(const std::string& path) { return read_file(path, parse_npy); }
+NpyIndexArray read_npy_ids(const std::string& path) { return read_file(path, parse_npy_ids); }
 
 void write_npy(const std::string& path, const std::vector<std::int64_t>& shape, const float* data) {
   for (const std::int64_t d : shape) {

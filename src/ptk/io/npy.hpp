@@ -1,7 +1,7 @@
 // Reader and writer for NumPy .npy files holding little-endian float32 data.
 //
 // Format reference: numpy/lib/format.py. Supported on read: versions 1.0, 2.0
-// and 3.0, dtype '<f4', C order, any shape (including 0-d and zero-size).
+// and 3.0, dtype '<f4' (ids: '<i4' or '<i8', see read_npy_ids), C order, any shape (including 0-d and zero-size).
 // Written files are version 1.0 (2.0 only if the header would not fit) and
 // are byte-identical to what np.save writes for the same float32 array.
 #pragma once
@@ -25,12 +25,22 @@ struct NpyArray {
   std::vector<float> data;          // C (row-major) order
 };
 
+// Token ids / class targets: '<i4' or '<i8' on disk, widened to int64.
+struct NpyIndexArray {
+  std::vector<std::int64_t> shape;
+  std::vector<std::int64_t> data;
+};
+
 // Reads the .npy file at `path`.
 NpyArray read_npy(const std::string& path);
 
 // Parses the complete contents of a .npy file held in memory.
 // `name_for_errors` is used as the file name in error messages.
 NpyArray parse_npy(const std::string& bytes, const std::string& name_for_errors);
+
+// As read_npy / parse_npy for integer ids: dtype '<i4' or '<i8' (anything else is an NpyError).
+NpyIndexArray read_npy_ids(const std::string& path);
+NpyIndexArray parse_npy_ids(const std::string& bytes, const std::string& name_for_errors);
 
 // Writes `data` (C order, product of `shape` elements; may be null if that
 // product is 0) as a float32 .npy file. Throws NpyError on an invalid shape or

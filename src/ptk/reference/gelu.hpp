@@ -16,7 +16,8 @@ namespace reference {
 // is a tiny nonzero float), and is overflow-safe: exp(-2u) -> inf gives -0, exp(-2u) -> 0 gives x.
 // For float inputs |x| <= 3.4e38 so x^3 <= 4e115 fits in double. Special values: gelu(+inf) = +inf,
 // gelu(-inf) = -0 (handled explicitly; x / inf would be NaN), gelu(NaN) = NaN.
-inline void gelu_forward(float* out, const float* inp, std::int64_t n) {
+template <class T>
+inline void gelu_forward(T* out, const T* inp, std::int64_t n) {
     const double kPi = 3.14159265358979323846264338327950288;
     const double c = std::sqrt(2.0 / kPi);
     for (std::int64_t i = 0; i < n; ++i) {
@@ -28,7 +29,7 @@ inline void gelu_forward(float* out, const float* inp, std::int64_t n) {
             const double u = c * (x + 0.044715 * x * x * x);
             y = x / (1.0 + std::exp(-2.0 * u));
         }
-        out[i] = static_cast<float>(y);
+        out[i] = static_cast<T>(y);
     }
 }
 

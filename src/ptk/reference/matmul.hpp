@@ -9,12 +9,13 @@ namespace reference {
 
 // C[batch,M,N] = op(A) · op(B); op(A) is A[M,K] (A stored as [K,M] when trans_a), op(B) is B[K,N] (stored [N,K] when trans_b).
 // a_batched/b_batched false means that operand is 2-D and broadcast over the batch.
-inline void matmul_forward(float* c, const float* a, const float* b, std::int64_t batch, std::int64_t M, std::int64_t N,
+template <class T>
+inline void matmul_forward(T* c, const T* a, const T* b, std::int64_t batch, std::int64_t M, std::int64_t N,
                            std::int64_t K, bool trans_a, bool trans_b, bool a_batched, bool b_batched) {
     for (std::int64_t bi = 0; bi < batch; ++bi) {
-        const float* ab = a + (a_batched ? bi * M * K : 0);
-        const float* bb = b + (b_batched ? bi * K * N : 0);
-        float* cb = c + bi * M * N;
+        const T* ab = a + (a_batched ? bi * M * K : 0);
+        const T* bb = b + (b_batched ? bi * K * N : 0);
+        T* cb = c + bi * M * N;
         for (std::int64_t m = 0; m < M; ++m) {
             for (std::int64_t n = 0; n < N; ++n) {
                 double acc = 0.0;
@@ -25,7 +26,7 @@ inline void matmul_forward(float* c, const float* a, const float* b, std::int64_
                     const double bv = static_cast<double>(trans_b ? bb[n * K + k] : bb[k * N + n]);
                     acc += av * bv;
                 }
-                cb[m * N + n] = static_cast<float>(acc);
+                cb[m * N + n] = static_cast<T>(acc);
             }
         }
     }

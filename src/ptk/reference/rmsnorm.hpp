@@ -5,16 +5,19 @@
 #include <cmath>
 #include <cstdint>
 
+#include "ptk/reference/common.hpp"
+
 namespace ptk {
 namespace reference {
 
 // Y = X * rstd * weight, rstd[rows] = 1/sqrt(mean(X^2) + eps) over the last dim.
 // Y is computed from the double rstd (not from the float value stored in rstd[]). rstd may be nullptr (not stored).
-inline void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* weight, std::int64_t rows, std::int64_t cols,
+template <class T>
+inline void rmsnorm_forward(T* out, NonDeduced<T>* rstd, const T* inp, const T* weight, std::int64_t rows, std::int64_t cols,
                             float eps) {
     for (std::int64_t r = 0; r < rows; ++r) {
-        const float* x = inp + r * cols;
-        float* y = out + r * cols;
+        const T* x = inp + r * cols;
+        T* y = out + r * cols;
 
         double sq = 0.0;
         for (std::int64_t j = 0; j < cols; ++j) {
@@ -24,9 +27,9 @@ inline void rmsnorm_forward(float* out, float* rstd, const float* inp, const flo
         const double rs = 1.0 / std::sqrt(sq / static_cast<double>(cols) + static_cast<double>(eps));
 
         for (std::int64_t j = 0; j < cols; ++j) {
-            y[j] = static_cast<float>(static_cast<double>(x[j]) * rs * static_cast<double>(weight[j]));
+            y[j] = static_cast<T>(static_cast<double>(x[j]) * rs * static_cast<double>(weight[j]));
         }
-        if (rstd) rstd[r] = static_cast<float>(rs);
+        if (rstd) rstd[r] = static_cast<T>(rs);
     }
 }
 

@@ -14,7 +14,8 @@ namespace reference {
 // Evaluated in double as x / (1 + exp(-x)), which is overflow-safe for finite x: silu(-1000) = -1000 / inf = -0,
 // silu(1000) = 1000. Special values: silu(+inf) = +inf (falls out), silu(-inf) = -0 (handled explicitly;
 // -inf / inf would be NaN), silu(NaN) = NaN.
-inline void silu_forward(float* out, const float* inp, std::int64_t n) {
+template <class T>
+inline void silu_forward(T* out, const T* inp, std::int64_t n) {
     for (std::int64_t i = 0; i < n; ++i) {
         const double x = static_cast<double>(inp[i]);
         double y;
@@ -23,7 +24,7 @@ inline void silu_forward(float* out, const float* inp, std::int64_t n) {
         } else {
             y = x / (1.0 + std::exp(-x));
         }
-        out[i] = static_cast<float>(y);
+        out[i] = static_cast<T>(y);
     }
 }
 

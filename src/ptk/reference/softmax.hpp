@@ -21,13 +21,14 @@ namespace reference {
 //  * If every unmasked s_j is -inf (or there is none), the row is all zeros.
 //  * +inf is NOT special-cased: plain double arithmetic is followed, so a row whose max is +inf gets
 //    exp(inf - inf) = NaN for the +inf entries, NaN for the sum, hence NaN for every unmasked entry.
-inline void softmax_forward(float* out, const float* inp, std::int64_t rows, std::int64_t cols, float scale, bool causal) {
+template <class T>
+inline void softmax_forward(T* out, const T* inp, std::int64_t rows, std::int64_t cols, float scale, bool causal) {
     if (cols <= 0) return;  // nothing to write; also avoids r % 0 below
     const double sc = static_cast<double>(scale);
-    const float qnan = std::numeric_limits<float>::quiet_NaN();
+    const T qnan = std::numeric_limits<T>::quiet_NaN();
     for (std::int64_t r = 0; r < rows; ++r) {
-        const float* x = inp + r * cols;
-        float* y = out + r * cols;
+        const T* x = inp + r * cols;
+        T* y = out + r * cols;
         // Unmasked columns are [0, valid).
         const std::int64_t valid = causal ? (r % cols) + 1 : cols;
 
@@ -53,7 +54,7 @@ inline void softmax_forward(float* out, const float* inp, std::int64_t rows, std
             sum += std::exp(sc * static_cast<double>(x[j]) - mx);
         }
         for (std::int64_t j = 0; j < valid; ++j) {
-            y[j] = static_cast<float>(std::exp(sc * static_cast<double>(x[j]) - mx) / sum);
+            y[j] = static_cast<T>(std::exp(sc * static_cast<double>(x[j]) - mx) / sum);
         }
         for (std::int64_t j = valid; j < cols; ++j) y[j] = 0.0f;
     }

@@ -1,0 +1,228 @@
+#include "ptk/io/safetensors.hpp"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <utility>
+
+namespace ptk::io {
+namespace {
+
+#if defined(__BYTE_ORDER__)
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "ptk::io safetensors support assumes a little-endian host");
+#endif
+static_assert(sizeof(float) == 4 && std::numeric_limits<float>::is_iec559, "float must be IEEE-754 binary32");
+
+using Kind = SafetensorsError::Kind;
+using Json = nlohmann::json;
+
+// A header longer than this is not a checkpoint ptk wrote or could use (the format's own limit is 100 MB).
+constexpr std::uint64_t kMaxHeader = 100u << 20;
+
+[[noreturn]] void fail(Kind kind, const std::string& name, const std::string& problem) {
+  throw SafetensorsError(kind, name + ": " + problem);
+}
+
+// One line, at most 60 characters, for text taken from the file.
+std::string quote(const std::string& text) {
+  std::string out;
+  for (char c : text.substr(0, 60)) out += (c >= 0x20 && c < 0x7f) ? c : '?';
+  return "'" + out + (text.size() > 60 ? "'..." : "'");
+}
+
+std::string shape_text(const std::vector<std::int64_t>& shape) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+// Element count, or -1 if it (or its size in bytes) overflows.
+std::int64_t count_of(const std::vector<std::int64_t>& shape) {
+  std::int64_t n = 1;
+  for (auto d : shape) {
+    if (d < 0) return -1;
+    if (d != 0 && n > std::numeric_limits<std::int64_t>::max() / 4 / d) return -1;
+    n *= d;
+  }
+  return n;
+}
+
+std::uint64_t read_u64(const char* p) {
+  std::uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v |= std::uint64_t{static_cast<unsigned char>(p[i])} << (8 * i);
+  return v;
+}
+
+}  // namespace
+
+const char* to_string(SafetensorsError::Kind kind) {
+  switch (kind) {
+    case Kind::unreadable: return "unreadable";
+    case Kind::truncated: return "truncated";
+    case Kind::corrupted: return "corrupted";
+    case Kind::foreign: return "foreign";
+    case Kind::invalid: return "invalid";
+  }
+  return "unknown";
+}
+
+std::string crc32_hex(const void* data, std::size_t size) {
+  uLong crc = ::crc32(0L, Z_NULL, 0);
+  const auto* p = static_cast<const Bytef*>(data);
+  while (size > 0) {  // zlib takes uInt lengths
+    const auto chunk = static_cast<uInt>(std::min<std::size_t>(size, 1u << 30));
+    crc = ::crc32(crc, p, chunk);
+    p += chunk;
+    size -= chunk;
+  }
+  char buf[9];
+  std::snprintf(buf, sizeof buf, "%08lx", static_cast<unsigned long>(crc & 0xffffffffUL));
+  return buf;
+}
+
+std::string serialize_safetensors(const Safetensors& st, const std::string& name) {
+  std::string data;
+  Json header = Json::object();
+  for (const auto& [key, t] : st.tensors) {
+    if (key.empty() || key == "__metadata__") fail(Kind::invalid, name, "cannot write a tensor named " + quote(key));
+    const auto n = count_of(t.shape);
+    if (n < 0 || static_cast<std::uint64_t>(n) != t.data.size())
+      fail(Kind::invalid, name, "tensor " + quote(key) + " has shape " + shape_text(t.shape) + " but " +
+                                    std::to_string(t.data.size()) + " values");
+    const auto begin = data.size();
+    data.append(reinterpret_cast<const char*>(t.data.data()), t.data.size() * sizeof(float));
+    header[key] = {{"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {begin, data.size()}}};
+  }
+  Json meta = Json::object();
+  for (const auto& [k, v] : st.metadata) meta[k] = v;
+  meta[kChecksumKey] = crc32_hex(data.data(), data.size());
+  header["__metadata__"] = meta;
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');
+  std::string out(8, '\0');
+  for (int i = 0; i < 8; ++i) out[static_cast<std::size_t>(i)] = static_cast<char>((std::uint64_t{text.size()} >> (8 * i)) & 0xff);
+  return out + text + data;
+}
+
+void write_safetensors(const std::string& path, const Safetensors& st) {
+  const std::string bytes = serialize_safetensors(st, path);
+  const std::string temp = path + ".partial";
+  errno = 0;
+  std::FILE* f = std::fopen(temp.c_str(), "wb");
+  if (!f) fail(Kind::unreadable, path, std::string("cannot open for writing: ") + std::strerror(errno));
+  bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
+  int err = errno;
+  if (std::fclose(f) != 0 && ok) ok = false, err = errno;
+  if (ok && std::rename(temp.c_str(), path.c_str()) != 0) ok = false, err = errno;
+  if (!ok) {
+    std::remove(temp.c_str());
+    fail(Kind::unreadable, path, std::string("cannot write: ") + std::strerror(err));
+  }
+}
+
+Safetensors parse_safetensors(const std::string& bytes, const std::string& name, const std::vector<std::string>& required) {
+  if (bytes.size() < 8) fail(Kind::truncated, name, "file has " + std::to_string(bytes.size()) + " bytes, shorter than the 8-byte header length");
+  const std::uint64_t n = read_u64(bytes.data());
+  if (n > kMaxHeader) fail(Kind::foreign, name, "not a safetensors file (header length " + std::to_string(n) + " is implausible)");
+  if (n == 0 || bytes[8] != '{')
+    fail(n == 0 || bytes.size() > 8 ? Kind::foreign : Kind::truncated, name, "not a safetensors file (no JSON header after the length)");
+  if (n > bytes.size() - 8)
+    fail(Kind::truncated, name, "header length is " + std::to_string(n) + " bytes but only " + std::to_string(bytes.size() - 8) + " follow");
+
+  Json header;
+  try {
+    header = Json::parse(bytes.begin() + 8, bytes.begin() + 8 + static_cast<std::ptrdiff_t>(n));
+  } catch (const Json::parse_error& e) {
+    std::string what = e.what();
+    std::replace(what.begin(), what.end(), '\n', ' ');
+    fail(Kind::invalid, name, "header is not valid JSON (" + what + ")");
+  }
+  if (!header.is_object()) fail(Kind::invalid, name, "header is not a JSON object");
+
+  const std::string data = bytes.substr(8 + n);
+  Safetensors out;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> ranges;
+  std::map<std::pair<std::uint64_t, std::uint64_t>, std::string> owner;
+  for (const auto& [key, entry] : header.items()) {
+    if (key == "__metadata__") {
+      if (!entry.is_object()) fail(Kind::invalid, name, "__metadata__ is not a JSON object");
+      for (const auto& [mk, mv] : entry.items()) {
+        if (!mv.is_string()) fail(Kind::invalid, name, "__metadata__ value for " + quote(mk) + " is not a string");
+        out.metadata[mk] = mv.get<std::string>();
+      }
+      continue;
+    }
+    const auto where = "tensor " + quote(key) + ": ";
+    if (!entry.is_object() || !entry.contains("dtype") || !entry.contains("shape") || !entry.contains("data_offsets") || entry.size() != 3)
+      fail(Kind::invalid, name, where + "expected exactly dtype, shape and data_offsets");
+    if (!entry["dtype"].is_string()) fail(Kind::invalid, name, where + "dtype is not a string");
+    const auto dtype = entry["dtype"].get<std::string>();
+    if (dtype != "F32") fail(Kind::foreign, name, where + "dtype " + quote(dtype) + " is not supported (ptk reads F32 only)");
+    SafetensorsTensor t;
+    if (!entry["shape"].is_array()) fail(Kind::invalid, name, where + "shape is not an array");
+    for (const auto& d : entry["shape"]) {
+      if (!d.is_number_unsigned()) fail(Kind::invalid, name, where + "shape has a dimension that is not a non-negative integer");
+      const auto v = d.get<std::uint64_t>();
+      if (v > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) fail(Kind::invalid, name, where + "shape dimension overflows");
+      t.shape.push_back(static_cast<std::int64_t>(v));
+    }
+    const auto& offs = entry["data_offsets"];
+    if (!offs.is_array() || offs.size() != 2 || !offs[0].is_number_unsigned() || !offs[1].is_number_unsigned())
+      fail(Kind::invalid, name, where + "data_offsets must be two non-negative integers");
+    const auto begin = offs[0].get<std::uint64_t>(), end = offs[1].get<std::uint64_t>();
+    const auto count = count_of(t.shape);
+    if (count < 0) fail(Kind::invalid, name, where + "shape " + shape_text(t.shape) + " is too large");
+    if (end < begin || end - begin != static_cast<std::uint64_t>(count) * 4)
+      fail(Kind::invalid, name, where + "data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) +
+                                    ") do not hold the " + std::to_string(count) + " F32 values of shape " + shape_text(t.shape));
+    if (end > data.size())
+      fail(Kind::truncated, name, where + "data ends at byte " + std::to_string(end) + " of the data section, which has " +
+                                      std::to_string(data.size()));
+    t.data.resize(static_cast<std::size_t>(count));
+    if (count > 0) std::memcpy(t.data.data(), data.data() + begin, static_cast<std::size_t>(end - begin));
+    ranges.emplace_back(begin, end);
+    owner[{begin, end}] = key;
+    out.tensors.emplace(key, std::move(t));
+  }
+  // The tensors must tile the data section: sorted by offset, each starts where the previous ended.
+  std::sort(ranges.begin(), ranges.end());
+  std::uint64_t at = 0;
+  for (const auto& r : ranges) {
+    if (r.first < at)
+      fail(Kind::invalid, name, "tensor " + quote(owner[r]) + " overlaps another tensor's data (offsets [" +
+                                    std::to_string(r.first) + ", " + std::to_string(r.second) + "))");
+    if (r.first > at) fail(Kind::invalid, name, "the data section has a gap at bytes [" + std::to_string(at) + ", " + std::to_string(r.first) + ")");
+    at = r.second;
+  }
+  if (at != data.size())
+    fail(Kind::invalid, name, "the data section has " + std::to_string(data.size() - at) + " bytes after the last tensor");
+
+  const auto crc = out.metadata.find(kChecksumKey);
+  if (crc != out.metadata.end()) {
+    const auto actual = crc32_hex(data.data(), data.size());
+    if (crc->second != actual)
+      fail(Kind::corrupted, name, "checksum mismatch: the data's CRC-32 is " + actual + " but the header says " + quote(crc->second));
+  }
+  for (const auto& r : required)
+    if (!out.tensors.count(r)) fail(Kind::foreign, name, "missing tensor " + quote(r));
+  return out;
+}
+
+Safetensors read_safetensors(const std::string& path, const std::vector<std::string>& required) {
+  errno = 0;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(Kind::unreadable, path, std::string("cannot open file: ") + std::strerror(errno));
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  if (in.bad()) fail(Kind::unreadable, path, "cannot read file");
+  return parse_safetensors(buf.str(), path, required);
+}
+
+}  // namespace ptk::io

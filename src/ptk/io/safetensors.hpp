@@ -1,0 +1,64 @@
+// Reader and writer for safetensors files holding float32 tensors (ptk's checkpoints).
+//
+// Layout: an 8-byte little-endian header length n, n bytes of JSON header (padded with spaces to a multiple
+// of 8), then the raw little-endian data. The header maps each tensor name to
+// {"dtype": "F32", "shape": [...], "data_offsets": [begin, end]} (byte offsets into the data section) and
+// may hold "__metadata__", a map of strings to strings. ptk writes the CRC-32 of the data section there,
+// under kChecksumKey, as 8 lowercase hex digits, and checks it on read when it is present (files from other
+// writers have none). Tensors are written sorted by name, back to back, with no gaps.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace ptk::io {
+
+// what() is one line: "<file>: <problem>".
+class SafetensorsError : public std::runtime_error {
+ public:
+  enum class Kind {
+    unreadable,  // cannot open or read the file (or write it)
+    truncated,   // the file ends before the header or the data it declares
+    corrupted,   // the data does not match its CRC-32
+    foreign,     // not a safetensors file, a dtype other than F32, or a required tensor missing
+    invalid,     // a safetensors file that breaks the format: bad JSON, bad offsets or shapes, trailing data
+  };
+  SafetensorsError(Kind kind, const std::string& message) : std::runtime_error(message), kind_(kind) {}
+  Kind kind() const { return kind_; }
+
+ private:
+  Kind kind_;
+};
+
+const char* to_string(SafetensorsError::Kind kind);
+
+struct SafetensorsTensor {
+  std::vector<std::int64_t> shape;
+  std::vector<float> data;  // C order, product of shape elements
+};
+
+struct Safetensors {
+  std::map<std::string, SafetensorsTensor> tensors;
+  std::map<std::string, std::string> metadata;  // "__metadata__"; on read it includes kChecksumKey if present
+};
+
+constexpr const char* kChecksumKey = "crc32";
+
+// CRC-32 (zlib's, as gzip and PNG) of bytes, as 8 lowercase hex digits.
+std::string crc32_hex(const void* data, std::size_t size);
+
+// The complete file contents; sets metadata[kChecksumKey] (overriding any value given).
+std::string serialize_safetensors(const Safetensors& st, const std::string& name_for_errors = "safetensors");
+
+// Writes to path + ".partial" and renames it into place, so a failed write leaves no file at path.
+void write_safetensors(const std::string& path, const Safetensors& st);
+
+// Parses complete file contents. Every name in `required` must be present (else Kind::foreign).
+Safetensors parse_safetensors(const std::string& bytes, const std::string& name_for_errors,
+                              const std::vector<std::string>& required = {});
+Safetensors read_safetensors(const std::string& path, const std::vector<std::string>& required = {});
+
+}  // namespace ptk::io

@@ -1,0 +1,80 @@
+#pragma once
+// rope: rotary position embedding with half-split pairs (GPT-NeoX / Llama) over the last dim D (even) of a
+// rank-4 X, laid out [B,T,H,D] (RopeLayout::bthd) or [B,H,T,D] (RopeLayout::bhtd). Position t is rotated by
+// θ_i = (t + pos_offset) · base^(-2i/D); the cos/sin tables are computed here in double, once per call.
+// rope_backward accumulates dX += the inverse rotation of dY.
+#include <cmath>
+#include <vector>
+
+#include "ptk/kernels/rope.hpp"
+#include "ptk/ops/checks.hpp"
+
+namespace ptk::ops {
+
+enum class RopeLayout { bthd, bhtd };
+
+namespace detail {
+template <class Space>
+struct RopeTables {
+  Matrix<Space> cos, sin;
+};
+
+template <class Space>
+RopeTables<Space> rope_tables(std::int64_t T, std::int64_t D, std::int64_t pos_offset, double base) {
+  const auto half = D / 2;
+  std::vector<float> c(static_cast<std::size_t>(T * half)), s(c.size());
+  for (std::int64_t t = 0; t < T; ++t)
+    for (std::int64_t i = 0; i < half; ++i) {
+      const double theta = static_cast<double>(t + pos_offset) * std::pow(base, -2.0 * static_cast<double>(i) / static_cast<double>(D));
+      c[static_cast<std::size_t>(t * half + i)] = static_cast<float>(std::cos(theta));
+      s[static_cast<std::size_t>(t * half + i)] = static_cast<float>(std::sin(theta));
+    }
+  RopeTables<Space> r{Matrix<Space>("ptk::rope_cos", T, half), Matrix<Space>("ptk::rope_sin", T, half)};
+  Kokkos::deep_copy(r.cos, Kokkos::View<const float**, Kokkos::LayoutRight, Kokkos::HostSpace,
+                                        Kokkos::MemoryTraits<Kokkos::Unmanaged>>(c.data(), T, half));
+  Kokkos::deep_copy(r.sin, Kokkos::View<const float**, Kokkos::LayoutRight, Kokkos::HostSpace,
+                                        Kokkos::MemoryTraits<Kokkos::Unmanaged>>(s.data(), T, half));
+  return r;
+}
+
+template <class Space>
+void check_rope(const char* op, const char* name, const Tensor<Space>& x, std::int64_t pos_offset, float base) {
+  check_tensor(op, name, x, 4, 4);
+  require(x.dim(3) % 2 == 0, op, ": the last dimension D of ", name, " must be even, got shape ", to_string(x.shape()));
+  require(pos_offset >= 0, op, ": pos_offset must be >= 0, got ", pos_offset);
+  require(std::isfinite(base) && base > 0.0f, op, ": base must be a positive number, got ", base);
+}
+
+// [O, T, H, D] over x's storage.
+template <class Space>
+kernels::Tensor4<Space> rope_view(const Tensor<Space>& x, RopeLayout layout) {
+  const auto B = x.dim(0), D = x.dim(3);
+  if (layout == RopeLayout::bthd) return kernels::Tensor4<Space>(x.data(), B, x.dim(1), x.dim(2), D);
+  return kernels::Tensor4<Space>(x.data(), B * x.dim(1), x.dim(2), 1, D);
+}
+
+inline std::int64_t rope_positions(const Shape& s, RopeLayout layout) { return layout == RopeLayout::bthd ? s[1] : s[2]; }
+}  // namespace detail
+
+template <class Space>
+Tensor<Space> rope(const Tensor<Space>& x, std::int64_t pos_offset = 0, float base = 10000.0f,
+                   RopeLayout layout = RopeLayout::bthd) {
+  detail::check_rope("rope", "X", x, pos_offset, base);
+  const auto tables = detail::rope_tables<Space>(detail::rope_positions(x.shape(), layout), x.dim(3), pos_offset, base);
+  Tensor<Space> out(x.shape(), "ptk::rope");
+  kernels::rope_forward<Space>(detail::rope_view(out, layout), detail::rope_view(x, layout), tables.cos, tables.sin);
+  return out;
+}
+
+// dx (shaped as dout) += the backward of rope at the same pos_offset, base and layout.
+template <class Space>
+void rope_backward(const Tensor<Space>& dx, const Tensor<Space>& dout, std::int64_t pos_offset = 0,
+                   float base = 10000.0f, RopeLayout layout = RopeLayout::bthd) {
+  detail::check_rope("rope_backward", "dout", dout, pos_offset, base);
+  require(dx.shape() == dout.shape(), "rope_backward: dx has shape ", to_string(dx.shape()), " but dout has shape ",
+          to_string(dout.shape()));
+  const auto tables = detail::rope_tables<Space>(detail::rope_positions(dout.shape(), layout), dout.dim(3), pos_offset, base);
+  kernels::rope_backward<Space>(detail::rope_view(dx, layout), detail::rope_view(dout, layout), tables.cos, tables.sin);
+}
+
+}  // namespace ptk::ops

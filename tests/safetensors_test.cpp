@@ -1,0 +1,149 @@
+// safetensors: round trip, and every kind of bad file gives a SafetensorsError of the right kind with a
+// one-line message that starts with the file name.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "ptk/io/safetensors.hpp"
+
+namespace {
+
+using ptk::io::Safetensors;
+using ptk::io::SafetensorsError;
+using Kind = SafetensorsError::Kind;
+
+Safetensors sample() {
+  Safetensors st;
+  st.tensors["wte.weight"] = {{3, 2}, {1.0f, -2.0f, 3.5f, 0.0f, -0.0f, 1e-30f}};
+  st.tensors["ln_f.bias"] = {{4}, {0.25f, 0.5f, 0.75f, 1.0f}};
+  st.tensors["empty"] = {{0, 5}, {}};
+  st.tensors["scalar"] = {{}, {42.0f}};
+  st.metadata["step"] = "17";
+  st.metadata["vocab"] = "\n !\"abc";
+  return st;
+}
+
+// The 8-byte length + header of a file built by hand.
+std::string file_with_header(const std::string& json, const std::string& data) {
+  std::string out(8, '\0');
+  for (int i = 0; i < 8; ++i) out[static_cast<std::size_t>(i)] = static_cast<char>((json.size() >> (8 * i)) & 0xff);
+  return out + json + data;
+}
+
+::testing::AssertionResult rejects(const std::string& bytes, Kind kind, const std::string& fragment,
+                                   const std::vector<std::string>& required = {}) {
+  try {
+    ptk::io::parse_safetensors(bytes, "ckpt.safetensors", required);
+  } catch (const SafetensorsError& e) {
+    const std::string msg = e.what();
+    if (e.kind() != kind)
+      return ::testing::AssertionFailure() << "kind " << ptk::io::to_string(e.kind()) << ", want " << ptk::io::to_string(kind) << ": " << msg;
+    if (msg.rfind("ckpt.safetensors: ", 0) != 0 || msg.find('\n') != std::string::npos)
+      return ::testing::AssertionFailure() << "not one line starting with the file name: " << msg;
+    if (msg.find(fragment) == std::string::npos) return ::testing::AssertionFailure() << "'" << fragment << "' not in: " << msg;
+    return ::testing::AssertionSuccess();
+  }
+  return ::testing::AssertionFailure() << "accepted";
+}
+
+TEST(Safetensors, RoundTripThroughAFile) {
+  const std::string path = testing::TempDir() + "ptk_safetensors_test.safetensors";
+  ptk::io::write_safetensors(path, sample());
+  const auto back = ptk::io::read_safetensors(path, {"wte.weight", "ln_f.bias"});
+  std::remove(path.c_str());
+  const auto want = sample();
+  ASSERT_EQ(back.tensors.size(), want.tensors.size());
+  for (const auto& [k, t] : want.tensors) {
+    EXPECT_EQ(back.tensors.at(k).shape, t.shape) << k;
+    EXPECT_EQ(back.tensors.at(k).data, t.data) << k;
+  }
+  EXPECT_EQ(back.metadata.at("step"), "17");
+  EXPECT_EQ(back.metadata.at("vocab"), want.metadata.at("vocab"));
+  EXPECT_EQ(back.metadata.at(ptk::io::kChecksumKey).size(), 8u);
+}
+
+TEST(Safetensors, LayoutIsTheStandardOne) {
+  const auto bytes = ptk::io::serialize_safetensors(sample());
+  std::uint64_t n = 0;
+  for (int i = 0; i < 8; ++i) n |= std::uint64_t{static_cast<unsigned char>(bytes[static_cast<std::size_t>(i)])} << (8 * i);
+  EXPECT_EQ(n % 8, 0u);
+  EXPECT_EQ(bytes[8], '{');
+  // Data: tensors sorted by name, back to back: empty (0 B), ln_f.bias (16 B), scalar (4 B), wte.weight (24 B).
+  EXPECT_EQ(bytes.size(), 8 + n + 44);
+  const std::string header = bytes.substr(8, n);
+  EXPECT_NE(header.find("\"ln_f.bias\":{\"data_offsets\":[0,16],\"dtype\":\"F32\",\"shape\":[4]}"), std::string::npos) << header;
+  EXPECT_EQ(ptk::io::crc32_hex("123456789", 9), "cbf43926");  // the standard CRC-32 check value
+}
+
+TEST(Safetensors, RejectsTruncatedFiles) {
+  const auto bytes = ptk::io::serialize_safetensors(sample());
+  EXPECT_TRUE(rejects(bytes.substr(0, 5), Kind::truncated, "shorter than the 8-byte header length"));
+  EXPECT_TRUE(rejects(bytes.substr(0, 40), Kind::truncated, "header length is"));
+  EXPECT_TRUE(rejects(bytes.substr(0, bytes.size() - 1), Kind::truncated, "data ends at byte"));
+}
+
+TEST(Safetensors, DetectsAFlippedDataByte) {
+  auto bytes = ptk::io::serialize_safetensors(sample());
+  bytes[bytes.size() - 3] ^= 0x10;
+  EXPECT_TRUE(rejects(bytes, Kind::corrupted, "checksum mismatch"));
+}
+
+TEST(Safetensors, RejectsForeignFiles) {
+  EXPECT_TRUE(rejects("PK\x03\x04 this is a zip file, not a checkpoint", Kind::foreign, "not a safetensors file"));
+  EXPECT_TRUE(rejects(file_with_header("[1, 2]  ", ""), Kind::foreign, "not a safetensors file"));
+  EXPECT_TRUE(rejects(file_with_header(R"({"w":{"dtype":"F16","shape":[2],"data_offsets":[0,4]}})", "abcd"), Kind::foreign,
+                      "dtype 'F16' is not supported"));
+  EXPECT_TRUE(rejects(ptk::io::serialize_safetensors(sample()), Kind::foreign, "missing tensor 'h.0.ln_1.weight'",
+                      {"wte.weight", "h.0.ln_1.weight"}));
+}
+
+TEST(Safetensors, RejectsInvalidHeaders) {
+  EXPECT_TRUE(rejects(file_with_header(R"({"w":{"dtype":"F32","shape":[1],)", "abcd"), Kind::invalid, "not valid JSON"));
+  EXPECT_TRUE(rejects(file_with_header(R"({"w":{"dtype":"F32","shape":[2]}})", "abcdefgh"), Kind::invalid,
+                      "expected exactly dtype, shape and data_offsets"));
+  EXPECT_TRUE(rejects(file_with_header(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,4]}})", "abcd"), Kind::invalid,
+                      "do not hold the 2 F32 values"));
+  EXPECT_TRUE(rejects(file_with_header(R"({"__metadata__":{"step":3}})", ""), Kind::invalid, "is not a string"));
+  EXPECT_TRUE(rejects(file_with_header(R"({"w":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", "abcd"), Kind::invalid,
+                      "not a non-negative integer"));
+}
+
+TEST(Safetensors, RejectsOverlapsGapsAndTrailingData) {
+  EXPECT_TRUE(rejects(file_with_header(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                                       R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
+                                       std::string(12, 'x')),
+                      Kind::invalid, "overlaps another tensor's data"));
+  EXPECT_TRUE(rejects(file_with_header(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", std::string(8, 'x')),
+                      Kind::invalid, "has a gap at bytes [0, 4)"));
+  EXPECT_TRUE(rejects(file_with_header(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", std::string(8, 'x')),
+                      Kind::invalid, "4 bytes after the last tensor"));
+}
+
+TEST(Safetensors, ReadsFilesWithoutAChecksum) {
+  const auto st = ptk::io::parse_safetensors(
+      file_with_header(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", std::string("\0\0\x80?", 4)), "x");
+  EXPECT_EQ(st.tensors.at("a").data, std::vector<float>{1.0f});
+}
+
+TEST(Safetensors, UnreadableAndUnwritable) {
+  try {
+    ptk::io::read_safetensors("/nonexistent/ckpt.safetensors");
+    FAIL() << "accepted";
+  } catch (const SafetensorsError& e) {
+    EXPECT_EQ(e.kind(), Kind::unreadable);
+    EXPECT_STREQ(e.what(), "/nonexistent/ckpt.safetensors: cannot open file: No such file or directory");
+  }
+  try {
+    ptk::io::write_safetensors("/nonexistent/ckpt.safetensors", sample());
+    FAIL() << "accepted";
+  } catch (const SafetensorsError& e) {
+    EXPECT_EQ(e.kind(), Kind::unreadable);
+  }
+  Safetensors bad;
+  bad.tensors["w"] = {{2, 2}, {1.0f}};
+  EXPECT_THROW(ptk::io::serialize_safetensors(bad), SafetensorsError);
+}
+
+}  // namespace
