@@ -1,8 +1,9 @@
 #pragma once
 // fast_exp(x) ≈ e^x in fp32 with straight-line arithmetic (no library call, no table), so that a
 // loop over it vectorizes on the host and stays a handful of FMAs on a GPU. docs/tolerances.md
-// derives its error: within 4 u relative of e^x (u = 2^-24) for x in [-87.3, 88.7]; below that
-// the result is flushed to +0 (e^x < FLT_MIN), above it +inf; NaN stays NaN.
+// derives its error: within 2.6 u relative of e^x (u = 2^-24) for x in [-87.3, 88.7] (2.0 u when
+// the compiler contracts the polynomial into FMAs; 1.32 u measured exhaustively with FMA); below
+// that the result is flushed to +0 (e^x < FLT_MIN), above it +inf; NaN stays NaN.
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
@@ -34,12 +35,14 @@ KOKKOS_INLINE_FUNCTION float fast_exp(float x) {
   p = p * r + 1.0f;
   p = p * r + 1.0f;
 
-  // 2^n from the exponent bits: n is in [-126, 128]; 2^128 is split as 2 · 2^127.
-  std::int32_t shifted_bits;
+  // 2^n from the exponent bits: n is in [-126, 128]; 2^128 is split as 2 · 2^127. The bit
+  // arithmetic is unsigned: for a NaN input `shifted` holds arbitrary bits, and a left shift of a
+  // negative signed value would be undefined (that lane's result is replaced by x below).
+  std::uint32_t shifted_bits;
   std::memcpy(&shifted_bits, &shifted, sizeof shifted_bits);
-  const std::int32_t ni = shifted_bits - 0x4B400000;  // the bits of round_magic
-  const std::int32_t half = ni > 127 ? 1 : 0;
-  const std::int32_t scale_bits = (ni - half + 127) << 23;
+  const std::uint32_t ni = shifted_bits - 0x4B400000u;  // n mod 2^32 (0x4B400000: the bits of round_magic)
+  const std::uint32_t half = (ni == 128u) ? 1u : 0u;
+  const std::uint32_t scale_bits = (ni - half + 127u) << 23;
   float scale;
   std::memcpy(&scale, &scale_bits, sizeof scale);
   const float y = p * scale * (half ? 2.0f : 1.0f);
