@@ -25,7 +25,7 @@ std::string name(const AttentionCase& c) {
 // gtest and ctest show the case by its name, not its bytes.
 void PrintTo(const AttentionCase& c, std::ostream* os) { *os << name(c); }
 
-// Tiles are 128 query rows × 64 keys on the host (64 × 32 on a GPU): the grid crosses both
+// Tiles are 128 query rows × 128 keys on the host (64 × 32 on a GPU): the grid crosses both
 // boundaries, has T ≠ S both ways, T = 1, odd lengths, D ∈ {1, 3, 5, 8, 16, 33, 64, 128}, causal up
 // to T = S = 513, and scales that push the scores to about ±1e3.
 const std::vector<AttentionCase> kCases = {

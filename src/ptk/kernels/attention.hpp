@@ -21,7 +21,7 @@ template <class Space,
           bool host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename Space::memory_space>::accessible>
 struct AttentionTiles {
   static constexpr int query_rows = 128;
-  static constexpr int key_rows = 64;
+  static constexpr int key_rows = 128;
   static constexpr int micro_rows = 8;
   static constexpr int micro_cols = 32;  // must divide key_rows; head dims are padded to a multiple of it
   static constexpr int team_size = 1;
