@@ -65,7 +65,7 @@ struct MatmulForward {
   int row_blocks, col_blocks;
 
   // Floats of scratch per team: the packed A block and the packed B panel of one slab.
-  static std::size_t scratch_floats(int block_rows, int block_cols, int slab) {
+  KOKKOS_INLINE_FUNCTION static std::size_t scratch_floats(int block_rows, int block_cols, int slab) {
     return static_cast<std::size_t>(block_rows + block_cols) * static_cast<std::size_t>(slab);
   }
 
@@ -84,7 +84,8 @@ struct MatmulForward {
     const float* const b_mat = &b(bb, 0, 0);
     float* const c_blk = &c(batch, i0, j0);
 
-    Scratch scratch(team.team_scratch(Tiles::kScratchLevel), scratch_floats(block_rows, block_cols, slab));
+    // +: pass a value, not a reference to the static member (which has no device-side definition).
+    Scratch scratch(team.team_scratch(+Tiles::kScratchLevel), scratch_floats(block_rows, block_cols, slab));
     float* const a_pack = scratch.data();                       // [row_panels][kc][MR]
     float* const b_pack = a_pack + static_cast<std::size_t>(block_rows) * slab;  // [col_panels][kc][NR]
 
