@@ -20,15 +20,16 @@ enum class MatmulImpl {
 // kBlockCols of c; per K slab of at most kSlab it packs op(a)'s and op(b)'s slab into team scratch
 // (row panels of kMicroRows, column panels of kMicroCols, k-major inside a panel), and each thread
 // computes kMicroRows × kMicroCols micro-tiles of the block in registers.
-//  - Host (Serial, OpenMP): a team is one thread and a block is a cache block: packed A (≤ 576 KB)
-//    and the B panel (≤ 384 KB) sit in L2 in level-1 scratch; a 32-column micro-tile row is two
-//    AVX-512 vectors, and 12 rows of it are 24 accumulator registers.
+//  - Host (Serial, OpenMP): a team is one thread and a block is a cache block in level-1 scratch:
+//    packed A (≤ 576 KB) stays in L2, the B panel (≤ 1.5 MB) in L3, and one 48 KB B micro-panel
+//    serves all row panels in turn; wide blocks make packing A cheap (1024 columns per packed A).
+//    A 32-column micro-tile row is two AVX-512 vectors; 12 rows of it are 24 accumulators.
 //  - GPU: a team is a thread block of 256 threads, one 4×4 micro-tile each, over a 64×64 block;
 //    the two 32-deep slabs (16 KB) are shared memory (level 0).
 template <class Space, bool OnHost = Kokkos::SpaceAccessibility<Space, Kokkos::HostSpace>::accessible>
 struct MatmulTiles {
   static constexpr int kMicroRows = 12, kMicroCols = 32;
-  static constexpr int kBlockRows = 384, kBlockCols = 256, kSlab = 384;
+  static constexpr int kBlockRows = 384, kBlockCols = 1024, kSlab = 384;
   static constexpr int kTeamSize = 1;
   static constexpr int kScratchLevel = 1;
 };
@@ -119,7 +120,12 @@ struct MatmulForward {
       if (!trans_b) {
         Kokkos::parallel_for(Kokkos::TeamThreadRange(team, kc), [&](int k) {
           const float* src = b_mat + static_cast<std::size_t>(k0 + k) * ldb + j0;
-          for (int q = 0; q < col_panels; ++q) {
+          const int full_panels = cols / NR;
+          for (int q = 0; q < full_panels; ++q) {
+            float* dst = b_pack + (static_cast<std::size_t>(q) * kc + k) * NR;
+            for (int j = 0; j < NR; ++j) dst[j] = src[q * NR + j];
+          }
+          for (int q = full_panels; q < col_panels; ++q) {
             float* dst = b_pack + (static_cast<std::size_t>(q) * kc + k) * NR;
             for (int j = 0; j < NR; ++j) dst[j] = q * NR + j < cols ? src[q * NR + j] : 0.0f;
           }
