@@ -44,8 +44,8 @@ struct MatmulTiles<Space, false> {
 
 // One team per (batch, row block, column block). Per slab: the team packs, synchronizes, every
 // thread adds each of its micro-tiles' slab products (a length-≤kSlab sum held in registers) into
-// c, and the team synchronizes again. Summing K in slabs keeps fp32 error growth ~ slab + K/slab
-// additions deep instead of K.
+// c, and the team synchronizes again. Summing k in chunks, chunks into slab sums and slab sums
+// into c keeps every fp32 partial sum ~ kChunk + kSlab/kChunk + K/kSlab additions deep, not K.
 template <class Space>
 struct MatmulForward {
   using Tiles = MatmulTiles<Space>;
