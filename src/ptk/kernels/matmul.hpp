@@ -52,7 +52,8 @@ struct MatmulForward {
   static constexpr int MR = Tiles::kMicroRows, NR = Tiles::kMicroCols;
   // Summation depth: k is summed in chunks of kChunk, chunks into a slab sum, slab sums into c.
   static constexpr int kChunk = 64;
-  using Policy = Kokkos::TeamPolicy<Space>;
+  // Dynamic: on a shared host a preempted thread's blocks go to the other threads.
+  using Policy = Kokkos::TeamPolicy<Space, Kokkos::Schedule<Kokkos::Dynamic>>;
   using Team = typename Policy::member_type;
   using Scratch =
       Kokkos::View<float*, typename Space::scratch_memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
