@@ -20,15 +20,16 @@ enum class MatmulImpl {
 // kBlockCols of c; per K slab of at most kSlab it packs op(a)'s and op(b)'s slab into team scratch
 // (row panels of kMicroRows, column panels of kMicroCols, k-major inside a panel), and each thread
 // computes kMicroRows × kMicroCols micro-tiles of the block in registers.
-//  - Host (Serial, OpenMP): a team is one thread and a block is a cache block: packed A (≤ 576 KB)
-//    and the B panel (≤ 384 KB) sit in L2 in level-1 scratch; a 32-column micro-tile row is two
-//    AVX-512 vectors, and 12 rows of it are 24 accumulator registers.
+//  - Host (Serial, OpenMP): a team is one thread and a block is a cache block in level-1 scratch:
+//    packed A (≤ 576 KB) stays in L2, the B panel (≤ 1.5 MB) in L3, and one 48 KB B micro-panel
+//    serves all row panels in turn; wide blocks make packing A cheap (1024 columns per packed A).
+//    A 32-column micro-tile row is two AVX-512 vectors; 12 rows of it are 24 accumulators.
 //  - GPU: a team is a thread block of 256 threads, one 4×4 micro-tile each, over a 64×64 block;
 //    the two 32-deep slabs (16 KB) are shared memory (level 0).
 template <class Space, bool OnHost = Kokkos::SpaceAccessibility<Space, Kokkos::HostSpace>::accessible>
 struct MatmulTiles {
   static constexpr int kMicroRows = 12, kMicroCols = 32;
-  static constexpr int kBlockRows = 384, kBlockCols = 256, kSlab = 384;
+  static constexpr int kBlockRows = 384, kBlockCols = 1024, kSlab = 384;
   static constexpr int kTeamSize = 1;
   static constexpr int kScratchLevel = 1;
 };
@@ -43,15 +44,16 @@ struct MatmulTiles<Space, false> {
 
 // One team per (batch, row block, column block). Per slab: the team packs, synchronizes, every
 // thread adds each of its micro-tiles' slab products (a length-≤kSlab sum held in registers) into
-// c, and the team synchronizes again. Summing K in slabs keeps fp32 error growth ~ slab + K/slab
-// additions deep instead of K.
+// c, and the team synchronizes again. Summing k in chunks, chunks into slab sums and slab sums
+// into c keeps every fp32 partial sum ~ kChunk + kSlab/kChunk + K/kSlab additions deep, not K.
 template <class Space>
 struct MatmulForward {
   using Tiles = MatmulTiles<Space>;
   static constexpr int MR = Tiles::kMicroRows, NR = Tiles::kMicroCols;
   // Summation depth: k is summed in chunks of kChunk, chunks into a slab sum, slab sums into c.
   static constexpr int kChunk = 64;
-  using Policy = Kokkos::TeamPolicy<Space>;
+  // Dynamic: on a shared host a preempted thread's blocks go to the other threads.
+  using Policy = Kokkos::TeamPolicy<Space, Kokkos::Schedule<Kokkos::Dynamic>>;
   using Team = typename Policy::member_type;
   using Scratch =
       Kokkos::View<float*, typename Space::scratch_memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
@@ -65,7 +67,7 @@ struct MatmulForward {
   int row_blocks, col_blocks;
 
   // Floats of scratch per team: the packed A block and the packed B panel of one slab.
-  static std::size_t scratch_floats(int block_rows, int block_cols, int slab) {
+  KOKKOS_INLINE_FUNCTION static std::size_t scratch_floats(int block_rows, int block_cols, int slab) {
     return static_cast<std::size_t>(block_rows + block_cols) * static_cast<std::size_t>(slab);
   }
 
@@ -84,7 +86,8 @@ struct MatmulForward {
     const float* const b_mat = &b(bb, 0, 0);
     float* const c_blk = &c(batch, i0, j0);
 
-    Scratch scratch(team.team_scratch(Tiles::kScratchLevel), scratch_floats(block_rows, block_cols, slab));
+    // +: pass a value, not a reference to the static member (which has no device-side definition).
+    Scratch scratch(team.team_scratch(+Tiles::kScratchLevel), scratch_floats(block_rows, block_cols, slab));
     float* const a_pack = scratch.data();                       // [row_panels][kc][MR]
     float* const b_pack = a_pack + static_cast<std::size_t>(block_rows) * slab;  // [col_panels][kc][NR]
 
@@ -118,7 +121,12 @@ struct MatmulForward {
       if (!trans_b) {
         Kokkos::parallel_for(Kokkos::TeamThreadRange(team, kc), [&](int k) {
           const float* src = b_mat + static_cast<std::size_t>(k0 + k) * ldb + j0;
-          for (int q = 0; q < col_panels; ++q) {
+          const int full_panels = cols / NR;
+          for (int q = 0; q < full_panels; ++q) {
+            float* dst = b_pack + (static_cast<std::size_t>(q) * kc + k) * NR;
+            for (int j = 0; j < NR; ++j) dst[j] = src[q * NR + j];
+          }
+          for (int q = full_panels; q < col_panels; ++q) {
             float* dst = b_pack + (static_cast<std::size_t>(q) * kc + k) * NR;
             for (int j = 0; j < NR; ++j) dst[j] = q * NR + j < cols ? src[q * NR + j] : 0.0f;
           }
