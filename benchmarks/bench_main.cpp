@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "bench_common.hpp"
+#include "ptk/core/cpu_features.hpp"
 #include "ptk/core/runtime.hpp"
 
 namespace ptk::bench {
@@ -56,16 +57,20 @@ void fill_uniform(const Vector<Space>& v, float lo, float hi, std::uint32_t seed
 
 }  // namespace ptk::bench
 
-// OpenBLAS 0.3.21 picks its kernels from CPUID when the library loads, and on this project's
-// machines (a newer Xeon behind a hypervisor) it does not recognise the CPU and falls back to
-// its Prescott (SSE3) kernels: 30-60 GFLOP/s instead of ~290 at n = 1024 on 2 cores. A fair
-// comparison runs it at its best, so name the core from the ISA the CPU has and re-execute once,
-// before OpenBLAS loads. A user's own OPENBLAS_CORETYPE is left alone.
+// OpenBLAS 0.3.21 picks its kernels when the library loads: from CPUID, which on some of this
+// project's machines (a newer Xeon behind a hypervisor) it does not recognise (Prescott SSE3
+// kernels: 30-60 GFLOP/s instead of ~290 at n = 1024 on 2 cores), or from OPENBLAS_CORETYPE,
+// which other machines preset to Haswell on an AVX-512 EPYC (AVX2 kernels: about half the speed
+// of its SkylakeX ones there, 21 vs 11 ms at n = 1024 on one core). A fair comparison runs it at
+// its best, so the core type follows the ISA this CPU has, whatever was inherited, and the
+// program re-executes itself once before OpenBLAS loads. The report's context records both.
 void run_openblas_at_its_best(char** argv) {
-  if (std::getenv("OPENBLAS_CORETYPE")) return;
-  const char* core = __builtin_cpu_supports("avx512f") ? "SkylakeX" : __builtin_cpu_supports("avx2") ? "Haswell" : nullptr;
-  if (!core) return;
-  setenv("OPENBLAS_CORETYPE", core, 1);
+  const auto isa = ptk::cpu::vector_isa();
+  const char* best = isa.avx512f ? "SkylakeX" : isa.avx2 ? "Haswell" : nullptr;
+  const char* current = std::getenv("OPENBLAS_CORETYPE");
+  if (!best || (current && std::strcmp(current, best) == 0)) return;
+  if (!std::getenv("PTK_OPENBLAS_CORETYPE_INHERITED")) setenv("PTK_OPENBLAS_CORETYPE_INHERITED", current ? current : "(unset)", 1);
+  setenv("OPENBLAS_CORETYPE", best, 1);
   execv("/proc/self/exe", argv);  // returns only on failure: then OpenBLAS keeps its own choice
 }
 
@@ -98,6 +103,8 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("kokkos_version", std::to_string(KOKKOS_VERSION));
   benchmark::AddCustomContext("ptk_sweep", ptk::bench::sweep().quick ? "quick" : "full");
   if (const char* core = std::getenv("OPENBLAS_CORETYPE")) benchmark::AddCustomContext("openblas_coretype", core);
+  if (const char* core = std::getenv("PTK_OPENBLAS_CORETYPE_INHERITED"))
+    benchmark::AddCustomContext("openblas_coretype_inherited", core);
 
   ptk::bench::register_matmul();
   ptk::bench::register_softmax();

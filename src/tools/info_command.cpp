@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "ptk/core/cpu_features.hpp"
 #include "ptk/core/runtime.hpp"
 #include "ptk/nn/memory_estimate.hpp"
 
@@ -89,13 +90,13 @@ constexpr const char* yes_no() {
 std::string compiled_isa() {
 #if defined(__AVX512F__)
   const char* isa = "AVX-512";
-  const bool here = __builtin_cpu_supports("avx512f");
+  const bool here = ptk::cpu::vector_isa().avx512f;
 #elif defined(__AVX2__)
   const char* isa = "AVX2";
-  const bool here = __builtin_cpu_supports("avx2");
+  const bool here = ptk::cpu::vector_isa().avx2;
 #elif defined(__AVX__)
   const char* isa = "AVX";
-  const bool here = __builtin_cpu_supports("avx");
+  const bool here = ptk::cpu::vector_isa().avx;
 #elif defined(__x86_64__)
   const char* isa = "SSE2 (baseline x86-64)";
   const bool here = true;
