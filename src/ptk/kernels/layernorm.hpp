@@ -43,7 +43,9 @@ struct LayernormForward {
         Kokkos::ThreadVectorRange(team, Traits::vector_length),
         [&](int v, Compensated& total) { total.merge(lane_sum<Traits>(0, cols, v, [&](int j) { return x[j]; })); },
         CompensatedSum<Space>(sum));
-    const float m = sum.value() / static_cast<float>(cols);
+    // The per-row scalars are formed in double (one division and square root a row): each is then
+    // a single rounding from the compensated sums.
+    const float m = static_cast<float>(sum.wide() / cols);
 
     // The textbook correction -(sum d)^2 / n is left out: with the compensated mean, sum d is
     // about n u |mean|, and its square / n is (u |mean| / spread)^2 relative, far below u.
@@ -57,9 +59,8 @@ struct LayernormForward {
           }));
         },
         CompensatedSum<Space>(squares));
-    float var = squares.value() / static_cast<float>(cols);
-    var = var > 0 ? var : 0.0f;
-    const float r = 1.0f / compat::sqrt(var + eps);
+    const double var = squares.wide() / cols;
+    const float r = static_cast<float>(1.0 / compat::sqrt((var > 0 ? var : 0.0) + static_cast<double>(eps)));
 
     Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, Traits::vector_length), [&](int v) {
       lane_sweep<Traits>(0, cols, v, [&](int, int j) { y[j] = (x[j] - m) * r * w[j] + b[j]; });

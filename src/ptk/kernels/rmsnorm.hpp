@@ -39,7 +39,8 @@ struct RmsnormForward {
         Kokkos::ThreadVectorRange(team, Traits::vector_length),
         [&](int v, Compensated& total) { total.merge(lane_sum<Traits>(0, cols, v, [&](int j) { return x[j] * x[j]; })); },
         CompensatedSum<Space>(squares));
-    const float r = 1.0f / compat::sqrt(squares.value() / static_cast<float>(cols) + eps);
+    // rstd is formed in double (one division and square root a row): a single rounding.
+    const float r = static_cast<float>(1.0 / compat::sqrt(squares.wide() / cols + static_cast<double>(eps)));
 
     Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, Traits::vector_length), [&](int v) {
       lane_sweep<Traits>(0, cols, v, [&](int, int j) { y[j] = x[j] * r * w[j]; });

@@ -62,6 +62,7 @@ struct Compensated {
     s = t;
   }
   KOKKOS_INLINE_FUNCTION float value() const { return s - c; }
+  KOKKOS_INLINE_FUNCTION double wide() const { return static_cast<double>(s) - static_cast<double>(c); }
 };
 
 // Merges per-slot compensated partials s[l], c[l] into one, pairwise (slot l with l + w for
@@ -83,8 +84,8 @@ KOKKOS_INLINE_FUNCTION Compensated merge_slots(float (&s)[L], float (&c)[L]) {
 
 // Sum of term(j) over the columns j in [begin, end) of vector lane v, blocked and compensated:
 // each slot adds `chunk_blocks` terms plainly (a 4-cycle dependency per block), then adds that
-// partial to its Kahan sum; the slots are merged pairwise. Error <= u (chunk_blocks + 5 + n u)
-// times the sum of |term| (docs/tolerances.md), for any row length. term may have side effects
+// partial to its Kahan sum; the slots are merged pairwise. Error <= about
+// (u (chunk_blocks + 3) + 2 n u^2) times the sum of |term| (docs/tolerances.md), for any row length. term may have side effects
 // (softmax stores its exps); it is called once per column, in increasing j within a slot.
 template <class Traits, class Term>
 KOKKOS_INLINE_FUNCTION Compensated lane_sum(int begin, int end, int v, const Term& term) {
