@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Accuracy of ptk's row ops against float64, beside PyTorch's fp32 kernels, on hard rows.
 
 Runs `ptk op` (through .npy files) and PyTorch fp32 on the same float32 inputs and compares

@@ -21,9 +21,9 @@ constexpr double tiny = 1e-37;  // results that underflow to 0 (or are flushed f
 // headroom for the worst tails of a few thousand elements without hiding a wrong index or scale.
 inline double reduction(std::int64_t n) { return u * (8.0 + 4.0 * std::sqrt(static_cast<double>(n))); }
 
-// The row ops sum in 32 lanes with compensated (Kahan) sums merged by Neumaier's two-sum: the
-// error is at most u (5 + n u) of the sum of the terms' magnitudes, whatever the order (doubled for
-// headroom). It grows with n only through the n u^2 term, so long rows keep fp32 accuracy.
+// The row ops sum in 32 slots, 8 terms plainly (7u) and then into a Kahan sum (2u + O(n u^2)),
+// slots merged by exact two-sums (about u more): at most 10u + 2 n u^2 of the sum of the terms'
+// magnitudes. It grows with n only through n u^2, so long rows keep fp32 accuracy.
 inline double row_reduction(std::int64_t n) { return 2.0 * u * (5.0 + static_cast<double>(n) * u); }
 
 // fast_exp (src/ptk/kernels/fast_exp.hpp): relative error bound on [-87.3, 88.7], with or without FMA.

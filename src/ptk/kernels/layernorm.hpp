@@ -10,15 +10,14 @@
 namespace ptk::kernels {
 
 // Rows are mapped by RowTraits (row_traits.hpp). Three sweeps per row; the first brings the row
-// from memory, the other two find it in L1/L2 (a row of up to ~64 K floats). Mean: compensated
-// sum. Variance: the corrected two-pass form (sum d^2 - (sum d)^2 / n) / n with d = x - mean,
-// compensated, so a row of large nearly equal values (1000 + N(0,1)) keeps full accuracy and a
-// constant row has variance 0 exactly.
+// from memory, the other two find it in L1/L2 (a row of up to ~64 K floats). Mean: blocked
+// compensated sum (lane_sum). Variance: two-pass, sum (x - mean)^2 / n, blocked compensated, so a
+// row of large nearly equal values (1000 + N(0,1)) keeps full accuracy and a constant row has
+// variance 0 exactly.
 template <class Space>
 struct LayernormForward {
   using Team = typename Kokkos::TeamPolicy<Space>::member_type;
   using Traits = RowTraits<Space>;
-  static constexpr int L = Traits::lanes;
   Matrix<Space> out;
   Vector<Space> mean, rstd;
   ConstMatrix<Space> inp;
@@ -42,42 +41,26 @@ struct LayernormForward {
     Compensated sum;
     Kokkos::parallel_reduce(
         Kokkos::ThreadVectorRange(team, Traits::vector_length),
-        [&](int v, Compensated& total) {
-          float s[L] = {}, c[L] = {};
-          lane_sweep<Traits>(0, cols, v, [&](int l, int j) {
-            const float t_in = x[j] - c[l];
-            const float t = s[l] + t_in;
-            c[l] = (t - s[l]) - t_in;
-            s[l] = t;
-          });
-          total.merge(merge_slots(s, c));
-        },
+        [&](int v, Compensated& total) { total.merge(lane_sum<Traits>(0, cols, v, [&](int j) { return x[j]; })); },
         CompensatedSum<Space>(sum));
-    const float m = sum.value() / static_cast<float>(cols);
+    // The per-row scalars are formed in double (one division and square root a row): each is then
+    // a single rounding from the compensated sums.
+    const float m = static_cast<float>(sum.wide() / cols);
 
+    // The textbook correction -(sum d)^2 / n is left out: with the compensated mean, sum d is
+    // about n u |mean|, and its square / n is (u |mean| / spread)^2 relative, far below u.
     Compensated squares;
     Kokkos::parallel_reduce(
         Kokkos::ThreadVectorRange(team, Traits::vector_length),
         [&](int v, Compensated& total) {
-          float s[L] = {}, c[L] = {}, d1[L] = {};
-          lane_sweep<Traits>(0, cols, v, [&](int l, int j) {
+          total.merge(lane_sum<Traits>(0, cols, v, [&](int j) {
             const float d = x[j] - m;
-            d1[l] += d;
-            const float t_in = d * d - c[l];
-            const float t = s[l] + t_in;
-            c[l] = (t - s[l]) - t_in;
-            s[l] = t;
-          });
-          Compensated part = merge_slots(s, c);
-          for (int l = 0; l < L; ++l) part.aux += d1[l];
-          total.merge(part);
+            return d * d;
+          }));
         },
         CompensatedSum<Space>(squares));
-    // squares.aux = sum d is n times the mean's own rounding error: subtracting its square / n
-    // removes that error's contribution to the sum of squares.
-    float var = (squares.value() - squares.aux * squares.aux / static_cast<float>(cols)) / static_cast<float>(cols);
-    var = var > 0 ? var : 0.0f;
-    const float r = 1.0f / compat::sqrt(var + eps);
+    const double var = squares.wide() / cols;
+    const float r = static_cast<float>(1.0 / compat::sqrt((var > 0 ? var : 0.0) + static_cast<double>(eps)));
 
     Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, Traits::vector_length), [&](int v) {
       lane_sweep<Traits>(0, cols, v, [&](int, int j) { y[j] = (x[j] - m) * r * w[j] + b[j]; });

@@ -9,13 +9,12 @@
 
 namespace ptk::kernels {
 
-// Rows are mapped by RowTraits (row_traits.hpp). Two sweeps per row: a compensated sum of
+// Rows are mapped by RowTraits (row_traits.hpp). Two sweeps per row: a blocked compensated sum of
 // squares (the row comes from memory), then the output (the row is still in L1/L2).
 template <class Space>
 struct RmsnormForward {
   using Team = typename Kokkos::TeamPolicy<Space>::member_type;
   using Traits = RowTraits<Space>;
-  static constexpr int L = Traits::lanes;
   Matrix<Space> out;
   Vector<Space> rstd;
   ConstMatrix<Space> inp;
@@ -38,18 +37,10 @@ struct RmsnormForward {
     Compensated squares;
     Kokkos::parallel_reduce(
         Kokkos::ThreadVectorRange(team, Traits::vector_length),
-        [&](int v, Compensated& total) {
-          float s[L] = {}, c[L] = {};
-          lane_sweep<Traits>(0, cols, v, [&](int l, int j) {
-            const float t_in = x[j] * x[j] - c[l];
-            const float t = s[l] + t_in;
-            c[l] = (t - s[l]) - t_in;
-            s[l] = t;
-          });
-          total.merge(merge_slots(s, c));
-        },
+        [&](int v, Compensated& total) { total.merge(lane_sum<Traits>(0, cols, v, [&](int j) { return x[j] * x[j]; })); },
         CompensatedSum<Space>(squares));
-    const float r = 1.0f / compat::sqrt(squares.value() / static_cast<float>(cols) + eps);
+    // rstd is formed in double (one division and square root a row): a single rounding.
+    const float r = static_cast<float>(1.0 / compat::sqrt(squares.wide() / cols + static_cast<double>(eps)));
 
     Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, Traits::vector_length), [&](int v) {
       lane_sweep<Traits>(0, cols, v, [&](int, int j) { y[j] = x[j] * r * w[j]; });

@@ -21,6 +21,7 @@ struct RowTraits {
   static constexpr int vector_length = host ? 1 : 32;
   static constexpr int lanes = host ? 32 : 1;  // partial sums per vector lane
   static constexpr int elementwise_block = host ? 32 : 1;  // elements per iteration of gelu / silu
+  static constexpr int chunk_blocks = 8;  // blocks summed plainly before a compensated add (lane_sum)
 
   static Kokkos::TeamPolicy<Space> policy(int rows) {
     const int league = (rows + rows_per_team - 1) / rows_per_team;
@@ -43,9 +44,8 @@ KOKKOS_INLINE_FUNCTION void lane_sweep(int begin, int end, int v, const F& f) {
 }
 
 // A compensated (Kahan) sum: the value is s - c, c holding the rounding error s has picked up.
-// `aux` is a plain side sum that travels with it through the same reduction.
 struct Compensated {
-  float s = 0, c = 0, aux = 0;
+  float s = 0, c = 0;
 
   KOKKOS_INLINE_FUNCTION void add(float x) {
     const float y = x - c;
@@ -60,20 +60,74 @@ struct Compensated {
     const float err = a >= b ? (s - t) + o.s : (o.s - t) + s;
     c = (c + o.c) - err;
     s = t;
-    aux += o.aux;
   }
   KOKKOS_INLINE_FUNCTION float value() const { return s - c; }
+  KOKKOS_INLINE_FUNCTION double wide() const { return static_cast<double>(s) - static_cast<double>(c); }
 };
 
-// Merges per-slot compensated partials s[l], c[l] into one (sequentially: the slots hold
-// comparable magnitudes and the merge is exact up to the carried error).
+// Merges per-slot compensated partials s[l], c[l] into one, pairwise (slot l with l + w for
+// w = L/2, L/4, ..., 1) with Knuth's branch-free two-sum, so the levels vectorize and the merge
+// costs log2(L) dependent steps, not L. Overwrites s and c.
 template <int L>
-KOKKOS_INLINE_FUNCTION Compensated merge_slots(const float (&s)[L], const float (&c)[L]) {
-  Compensated total;
-  total.s = s[0];
-  total.c = c[0];
-  for (int l = 1; l < L; ++l) total.merge(Compensated{s[l], c[l], 0.0f});
-  return total;
+KOKKOS_INLINE_FUNCTION Compensated merge_slots(float (&s)[L], float (&c)[L]) {
+  for (int w = L / 2; w >= 1; w /= 2)
+    for (int l = 0; l < w; ++l) {
+      const float a = s[l], b = s[l + w];
+      const float t = a + b;
+      const float bp = t - a;
+      const float err = (a - (t - bp)) + (b - bp);
+      c[l] = (c[l] + c[l + w]) - err;
+      s[l] = t;
+    }
+  return Compensated{s[0], c[0]};
+}
+
+// Sum of term(j) over the columns j in [begin, end) of vector lane v, blocked and compensated:
+// each slot adds `chunk_blocks` terms plainly (a 4-cycle dependency per block), then adds that
+// partial to its Kahan sum; the slots are merged pairwise. Error <= about
+// (u (chunk_blocks + 3) + 2 n u^2) times the sum of |term| (docs/tolerances.md), for any row length. term may have side effects
+// (softmax stores its exps); it is called once per column, in increasing j within a slot.
+template <class Traits, class Term>
+KOKKOS_INLINE_FUNCTION Compensated lane_sum(int begin, int end, int v, const Term& term) {
+  constexpr int L = Traits::lanes, V = Traits::vector_length, W = L * V, C = Traits::chunk_blocks;
+  float s[L] = {}, c[L] = {};
+  const auto kahan = [&](const float (&p)[L]) {
+    for (int l = 0; l < L; ++l) {
+      const float y = p[l] - c[l];
+      const float t = s[l] + y;
+      c[l] = (t - s[l]) - y;
+      s[l] = t;
+    }
+  };
+  const int full = begin + (end - begin) / W * W;
+  for (int b = begin; b < full;) {
+    const int stop = full - b > C * W ? b + C * W : full;
+    float p[L] = {};
+    for (; b < stop; b += W)
+      for (int l = 0; l < L; ++l) p[l] += term(b + l * V + v);
+    kahan(p);
+  }
+  float p[L] = {};
+  for (int l = 0; l < L; ++l) {
+    const int j = full + l * V + v;
+    if (j < end) p[l] = term(j);
+  }
+  kahan(p);
+  return merge_slots(s, c);
+}
+
+// Pairwise sum and NaN-skipping max of L slots (log2(L) dependent steps). Overwrite v.
+template <int L>
+KOKKOS_INLINE_FUNCTION float tree_sum(float (&v)[L]) {
+  for (int w = L / 2; w >= 1; w /= 2)
+    for (int l = 0; l < w; ++l) v[l] += v[l + w];
+  return v[0];
+}
+template <int L>
+KOKKOS_INLINE_FUNCTION float tree_max(float (&v)[L]) {
+  for (int w = L / 2; w >= 1; w /= 2)
+    for (int l = 0; l < w; ++l) v[l] = v[l + w] > v[l] ? v[l + w] : v[l];
+  return v[0];
 }
 
 // Kokkos reducer over Compensated, for the ThreadVectorRange (warp-lane) reduction.

@@ -13,7 +13,7 @@
 namespace ptk::kernels {
 
 // Rows are mapped by RowTraits (row_traits.hpp). Three sweeps per row: the max (the row comes
-// from memory), exp (fast_exp) stored in out with a compensated sum, scale by 1/sum (both in
+// from memory), exp (fast_exp) stored in out with a blocked compensated sum, scale by 1/sum (both in
 // L1/L2). The max skips NaN, so a NaN input turns its row's sum and every output of that row
 // into NaN, and masked columns are written as 0 * (1/sum) for the same reason: NaN stays in its
 // row, as in PyTorch. out may alias inp (each element is read before it is written, by the same
@@ -54,7 +54,8 @@ struct SoftmaxForward {
             const float s = sc * x[j];
             m[l] = s > m[l] ? s : m[l];
           });
-          for (int l = 0; l < L; ++l) total = m[l] > total ? m[l] : total;
+          const float lane_max = tree_max(m);
+          total = lane_max > total ? lane_max : total;
         },
         Kokkos::Max<float>(row_max));
 
@@ -62,16 +63,11 @@ struct SoftmaxForward {
     Kokkos::parallel_reduce(
         Kokkos::ThreadVectorRange(team, Traits::vector_length),
         [&](int v, Compensated& total) {
-          float s[L] = {}, c[L] = {};
-          lane_sweep<Traits>(0, unmasked, v, [&](int l, int j) {
+          total.merge(lane_sum<Traits>(0, unmasked, v, [&](int j) {
             const float e = fast_exp(sc * x[j] - row_max);
             y[j] = e;
-            const float t_in = e - c[l];
-            const float t = s[l] + t_in;
-            c[l] = (t - s[l]) - t_in;
-            s[l] = t;
-          });
-          total.merge(merge_slots(s, c));
+            return e;
+          }));
         },
         CompensatedSum<Space>(sum));
 
