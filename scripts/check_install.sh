@@ -16,7 +16,9 @@ trap 'rm -rf "$tmp"' EXIT
 log() { printf '[check_install %s] %s\n' "$preset" "$*"; }
 
 log "building and installing $build into $tmp/prefix"
-cmake --build "$build" >/dev/null
+targets=(ptk_lib)
+[ "$(cache_value PTK_BUILD_TOOLS)" = OFF ] || targets+=(ptk_cli)  # what gets installed; tests and sweeps are not
+cmake --build "$build" --target "${targets[@]}" >/dev/null
 cmake --install "$build" --prefix "$tmp/prefix" >"$tmp/install.log"
 
 # Only the install prefix is given: Kokkos and Kokkos Kernels are found through the hints in

@@ -67,6 +67,7 @@ int main(int argc, char** argv) {
     // `info` reports without Kokkos and `op` refuses with one line, exit 2.
     if (ptk::runtime::gpu_build_without_gpu()) {
       if (command == "info") return ptk::tools::info_command(args, /*kokkos_started=*/false);
+      if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) return ptk::tools::op_command(args);  // no Kokkos
       return ptk::runtime::check_can_initialize("ptk");
     }
     Kokkos::ScopeGuard kokkos(kokkos_argc, kokkos_argv.data());
