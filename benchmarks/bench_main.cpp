@@ -83,7 +83,7 @@ int main(int argc, char** argv) {
   }
   int n = static_cast<int>(args.size());
   // --- run-time device (ptk::runtime): no Kokkos abort trace in a GPU build without a GPU -------
-  ptk::runtime::set_openmp_defaults("spread");
+  ptk::runtime::set_openmp_defaults();
   const auto device = ptk::runtime::device_from_env("ptk_bench");
   if (device.empty()) return 2;
   // The sweeps are compiled for the default execution space only; a GPU build cannot run them on the host.

@@ -13,7 +13,7 @@ int main(int argc, char** argv) {
   // GPU), and Kokkos must not print into it. Unbound threads, as Kokkos advises for unit tests
   // (unless the user configured binding). PTK_DEVICE=host|default picks the spaces tested
   // (parity.hpp); a GPU build on a machine without its GPU exits 2 with one line.
-  ptk::runtime::set_openmp_defaults("false");
+  ptk::runtime::set_openmp_defaults();
   std::optional<Kokkos::ScopeGuard> kokkos;
   if (!::testing::GTEST_FLAG(list_tests)) {
     if (ptk::runtime::device_from_env("ptk_tests").empty()) return 2;

@@ -39,9 +39,8 @@ std::string executable_dir() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Kokkos' OpenMP backend warns without a thread-binding setting: threads spread over the cores
-  // (OMP_PLACES=threads) unless the user configured binding; ptk bench's processes inherit it.
-  ptk::runtime::set_openmp_defaults("spread");
+  // Before Kokkos starts (no OMP_PROC_BIND warning); ptk bench's processes inherit the setting.
+  ptk::runtime::set_openmp_defaults();
 
   const std::string command = argc > 1 ? argv[1] : "";
   if (command.empty() || command == "--help" || command == "-h" || command == "help") {

@@ -113,10 +113,9 @@ std::string device_from_env(const std::string& program, const std::string& fallb
   return "";
 }
 
-void set_openmp_defaults(const char* bind) {
+void set_openmp_defaults() {
   if (std::getenv("OMP_PROC_BIND") || std::getenv("OMP_PLACES") || std::getenv("GOMP_CPU_AFFINITY")) return;
-  setenv("OMP_PROC_BIND", bind, 1);
-  if (std::string(bind) != "false") setenv("OMP_PLACES", "threads", 1);
+  setenv("OMP_PROC_BIND", "false", 1);
 }
 
 namespace {

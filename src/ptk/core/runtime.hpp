@@ -53,10 +53,12 @@ int check_can_initialize(const std::string& program);
 std::string device_from_env(const std::string& program, const std::string& fallback = "default");
 
 // Kokkos' OpenMP backend warns (on every start) unless thread binding is configured. When the user
-// set none of OMP_PROC_BIND, OMP_PLACES and GOMP_CPU_AFFINITY, sets OMP_PROC_BIND=`bind` (and
-// OMP_PLACES=threads when binding); a user's own setting is always left alone. Call it before
-// Kokkos::initialize (the OpenMP runtime reads these when it starts).
-void set_openmp_defaults(const char* bind = "false");
+// set none of OMP_PROC_BIND, OMP_PLACES and GOMP_CPU_AFFINITY, sets OMP_PROC_BIND=false; a user's
+// own setting is always left alone. Not "spread": the variable is inherited by the processes ptk
+// starts (ptk bench runs ptk_bench, which re-executes itself), whose OpenMP runtime then pins the
+// initial thread to one core before main, so OpenBLAS and Kokkos both saw a single CPU (measured:
+// ptk_concurrency 1 and every library at one core's speed). Call it before Kokkos::initialize.
+void set_openmp_defaults();
 
 // Host memory the kernel reports as available for new allocations (MemAvailable), 0 if unknown.
 std::size_t host_available_bytes();
