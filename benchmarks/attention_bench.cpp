@@ -39,14 +39,29 @@ struct HostAttention {
 };
 
 // Rows [r0, r1) of the [heads·T, T] score matrix, already scaled: in-place softmax, causal masked.
+// The max and the sum run over kLanes independent partials so that the compiler vectorizes them
+// (a single running max or sum is a dependency chain it may not reorder): the baseline at its best.
 void host_softmax_rows(float* att, std::int64_t T, std::int64_t r0, std::int64_t r1, bool causal) {
+  constexpr int kLanes = 32;
   for (std::int64_t r = r0; r < r1; ++r) {
     float* row = att + r * T;
     const std::int64_t n = causal ? r % T + 1 : T;
+    const std::int64_t full = n / kLanes * kLanes;
+    float lane_max[kLanes], lane_sum[kLanes];
+    for (int l = 0; l < kLanes; ++l) lane_max[l] = -HUGE_VALF, lane_sum[l] = 0.0f;
+    for (std::int64_t j = 0; j < full; j += kLanes)
+      for (int l = 0; l < kLanes; ++l) lane_max[l] = row[j + l] > lane_max[l] ? row[j + l] : lane_max[l];
     float mx = -HUGE_VALF;
-    for (std::int64_t j = 0; j < n; ++j) mx = row[j] > mx ? row[j] : mx;
+    for (int l = 0; l < kLanes; ++l) mx = lane_max[l] > mx ? lane_max[l] : mx;
+    for (std::int64_t j = full; j < n; ++j) mx = row[j] > mx ? row[j] : mx;
+    for (std::int64_t j = 0; j < full; j += kLanes)
+      for (int l = 0; l < kLanes; ++l) {
+        row[j + l] = kernels::fast_exp(row[j + l] - mx);
+        lane_sum[l] += row[j + l];
+      }
     float sum = 0;
-    for (std::int64_t j = 0; j < n; ++j) {
+    for (int l = 0; l < kLanes; ++l) sum += lane_sum[l];
+    for (std::int64_t j = full; j < n; ++j) {
       row[j] = kernels::fast_exp(row[j] - mx);
       sum += row[j];
     }
