@@ -12,11 +12,11 @@
 //     parameters P, gradients P, AdamW moments m and v 2·P,
 //     activations A kept for the backward pass at batch B and sequence T, and as much again for
 //     their gradients during the backward pass (an upper bound: a backward pass may reuse them):
-//     A = L·(B·T·(17·C + 4) + 2·B·H·T²) + B·T·(2·C + 3) + 2·B·T·V
+//     A = L·(B·T·(17·C + 4) + B·H·T) + B·T·(2·C + 3) + 2·B·T·V
 // where, per block and token: ln1 out C, qkv 3C, attention out C, attention projection C,
 // residual C, ln2 out C, fc 4C, gelu 4C, MLP projection C, residual C (= 17·C) and the mean and
-// 1/std of both layernorms (4); per block, sequence and head the T×T attention scores and their
-// softmax (2·B·H·T²); outside the blocks, per token, the embedding sum C, the final layernorm C
+// 1/std of both layernorms (4); per block, sequence, head and query the log-sum-exp that ptk's
+// fused attention saves instead of the T×T probabilities (B·H·T); outside the blocks, per token, the embedding sum C, the final layernorm C
 // with its mean and 1/std (2), the loss (1), the logits and their softmax (2·V).
 // Not counted: the framework's workspace, allocator slack and the CUDA context (~0.5 GiB).
 #include <cstdint>
@@ -44,7 +44,7 @@ constexpr std::int64_t gpt2_parameters(const ModelShape& m) {
 
 constexpr std::int64_t gpt2_activations(const ModelShape& m) {
   const auto L = m.layers, H = m.heads, C = m.channels, T = m.context, V = m.vocab, B = m.batch;
-  return L * (B * T * (17 * C + 4) + 2 * B * H * T * T) + B * T * (2 * C + 3) + 2 * B * T * V;
+  return L * (B * T * (17 * C + 4) + B * H * T) + B * T * (2 * C + 3) + 2 * B * T * V;
 }
 
 constexpr MemoryEstimate estimate_training_memory(const ModelShape& m) {
