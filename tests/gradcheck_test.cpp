@@ -9,6 +9,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "ptk/reference/reference.hpp"
@@ -63,7 +64,10 @@ TEST(Gradcheck, Matmul) {
   std::uint32_t seed = 1;
   for (bool ta : {false, true})
     for (bool tb : {false, true})
-      for (auto [batch, ab, bb] : {std::tuple{1, true, true}, {3, true, true}, {3, false, true}, {3, true, false}}) {
+      for (const auto& layout : {std::tuple{1, true, true}, {3, true, true}, {3, false, true}, {3, true, false}}) {
+        // Named copies, not a structured binding: clang (hipcc) rejects capturing bindings in C++17.
+        const int batch = std::get<0>(layout);
+        const bool ab = std::get<1>(layout), bb = std::get<2>(layout);
         const std::int64_t M = 5, N = 3, K = 7;
         Vec a = random_vec((ab ? batch : 1) * M * K, -1, 1, seed++), b = random_vec((bb ? batch : 1) * K * N, -1, 1, seed++);
         const Vec g = random_vec(batch * M * N, -1, 1, seed++);

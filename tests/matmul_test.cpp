@@ -118,8 +118,11 @@ TEST(MatmulAccumulate, AlphaBeta) {
                                       {4, 0, 33, 129, 17, false, true},  {0, 2, 5, 7, 513, true, false},
                                       {0, 0, 13, 40, 1000, false, false}};
   for (const auto& c : cases)
-    for (auto [alpha, beta] : std::vector<std::pair<float, float>>{{1, 1}, {-0.5f, 1}, {2, 0.25f}, {1, 0}})
+    for (const auto& alpha_beta : std::vector<std::pair<float, float>>{{1, 1}, {-0.5f, 1}, {2, 0.25f}, {1, 0}}) {
+      // Named copies, not a structured binding: clang (hipcc) rejects capturing bindings in C++17.
+      const float alpha = alpha_beta.first, beta = alpha_beta.second;
       for_each_space([&](auto space) { check_accumulate<typename decltype(space)::type>(c, alpha, beta); });
+    }
 }
 
 // Long K: the portable kernel's worst error against the float64 oracle must stay within a small
