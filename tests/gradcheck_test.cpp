@@ -64,7 +64,7 @@ TEST(Gradcheck, Matmul) {
   std::uint32_t seed = 1;
   for (bool ta : {false, true})
     for (bool tb : {false, true})
-      for (const auto& layout : {std::tuple{1, true, true}, {3, true, true}, {3, false, true}, {3, true, false}}) {
+      for (const auto& layout : std::vector<std::tuple<int, bool, bool>>{{1, true, true}, {3, true, true}, {3, false, true}, {3, true, false}}) {
         // Named copies, not a structured binding: clang (hipcc) rejects capturing bindings in C++17.
         const int batch = std::get<0>(layout);
         const bool ab = std::get<1>(layout), bb = std::get<2>(layout);
