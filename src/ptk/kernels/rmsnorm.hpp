@@ -43,7 +43,7 @@ struct RmsnormForward {
     const float r = static_cast<float>(1.0 / compat::sqrt(squares.wide() / cols + static_cast<double>(eps)));
 
     Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, Traits::vector_length), [&](int v) {
-      lane_map<Traits>(0, cols, v, y, [&](int j) { return x[j] * r * w[j]; });
+      lane_sweep<Traits>(0, cols, v, [&](int, int j) { y[j] = x[j] * r * w[j]; });
     });
     Kokkos::single(Kokkos::PerThread(team), [&]() { rstd(row) = r; });
   }
