@@ -37,11 +37,10 @@ KOKKOS_INLINE_FUNCTION void lane_sweep(int begin, int end, int v, const F& f) {
   const int full = begin + (end - begin) / W * W;
   for (int b = begin; b < full; b += W)
     for (int l = 0; l < L; ++l) f(l, b + l * V + v);
-  if (full < end)
-    for (int l = 0; l < L; ++l) {
-      const int j = full + l * V + v;
-      if (j < end) f(l, j);
-    }
+  for (int l = 0; l < L; ++l) {
+    const int j = full + l * V + v;
+    if (j < end) f(l, j);
+  }
 }
 
 // y[j] = value(j) for the columns j in [begin, end) of vector lane v. A block's values are formed
