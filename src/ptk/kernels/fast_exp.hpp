@@ -11,6 +11,23 @@
 
 namespace ptk::kernels {
 
+// min(max(x, lo), hi), NaN kept, as a select on the bits. The plain ternaries let g++ 12 thread
+// the clamped paths into copies of the caller's code with the bound constant-folded in, merged
+// back with masked AVX-512 ops (two or three masked divisions per vector in silu); this form
+// compiles to two compares, masked moves and a bit blend, and the rest stays unmasked.
+KOKKOS_INLINE_FUNCTION float clamp_select(float x, float lo, float hi) {
+  std::uint32_t xb, lb, hb;
+  std::memcpy(&xb, &x, sizeof xb);
+  std::memcpy(&lb, &lo, sizeof lb);
+  std::memcpy(&hb, &hi, sizeof hb);
+  const std::uint32_t ml = 0u - static_cast<std::uint32_t>(x < lo);
+  const std::uint32_t mh = 0u - static_cast<std::uint32_t>(x > hi);
+  const std::uint32_t rb = (xb & ~(ml | mh)) | (lb & ml) | (hb & mh);
+  float r;
+  std::memcpy(&r, &rb, sizeof r);
+  return r;
+}
+
 KOKKOS_INLINE_FUNCTION float fast_exp(float x) {
   // e^x = 2^n · e^r with n = round(x / ln 2) and |r| <= ln2 / 2 (Cody–Waite: ln 2 split into a
   // 9-bit head, so n · head is exact for |n| <= 128, and a tail).
@@ -19,7 +36,7 @@ KOKKOS_INLINE_FUNCTION float fast_exp(float x) {
   constexpr float ln2_tail = -2.12194440e-4f;
   constexpr float round_magic = 12582912.0f;  // 1.5 · 2^23: adding it rounds to an integer
   const float hi_clamp = 88.7228394f, lo_clamp = -87.3365479f;  // ln(FLT_MAX), ln(FLT_MIN)
-  const float xc = x > hi_clamp ? hi_clamp : (x < lo_clamp ? lo_clamp : x);
+  const float xc = clamp_select(x, lo_clamp, hi_clamp);  // a bit select: see clamp_select
 
   const float shifted = xc * log2e + round_magic;
   const float n = shifted - round_magic;
@@ -49,6 +66,86 @@ KOKKOS_INLINE_FUNCTION float fast_exp(float x) {
 
   const float inf = __builtin_huge_valf();
   return x > hi_clamp ? inf : (x < lo_clamp ? 0.0f : (x == x ? y : x));
+}
+
+// e^x for the activations, without fast_exp's special-value selects: the caller gets
+// e^min(max(x, -80), 88.72) (NaN stays NaN: it fails both comparisons and then poisons the
+// arithmetic). The low clamp keeps n >= -116, so 2^(n-1) is a normal float and the polynomial can
+// carry the factor 2 (its coefficients doubled: exact), which makes n = 128 need no split; above
+// 88.72 the result is finite (near FLT_MAX) and the caller must select its own limit. Same
+// polynomial and reduction as fast_exp, so within fast_exp's error on [-80, 88.72]; below -80 the
+// result is e^-80 (1.8e-35), which the activations add to 1 and which vanishes there.
+KOKKOS_INLINE_FUNCTION float fast_exp_clamped(float x) {
+  constexpr float log2e = 1.44269504088896341f;
+  constexpr float ln2_head = 0.693359375f;
+  constexpr float ln2_tail = -2.12194440e-4f;
+  constexpr float round_magic = 12582912.0f;
+  const float lo = -80.0f, hi = 88.7228394f;
+  const float xc = clamp_select(x, lo, hi);
+
+  const float shifted = xc * log2e + round_magic;
+  const float n = shifted - round_magic;
+  const float r = (xc - n * ln2_head) - n * ln2_tail;
+
+  float p = 2.0f / 5040.0f;
+  p = p * r + 2.0f / 720.0f;
+  p = p * r + 2.0f / 120.0f;
+  p = p * r + 2.0f / 24.0f;
+  p = p * r + 2.0f / 6.0f;
+  p = p * r + 1.0f;
+  p = p * r + 2.0f;
+  p = p * r + 2.0f;
+
+  // The low 9 bits of `shifted` hold n + 0x400000's low bits = n mod 2^9 offset; shifting left by
+  // 23 drops round_magic's bits (0x4B400000 << 23 == 0 mod 2^32) and leaves n << 23; adding 126
+  // << 23 biases it to 2^(n-1). Unsigned, so a NaN's arbitrary bits are well defined.
+  std::uint32_t shifted_bits;
+  std::memcpy(&shifted_bits, &shifted, sizeof shifted_bits);
+  const std::uint32_t scale_bits = (shifted_bits + 126u) << 23;
+  float scale;
+  std::memcpy(&scale, &scale_bits, sizeof scale);
+  return p * scale;
+}
+
+// e^x for x <= ~1 (softmax's x - max), with no NaN or overflow selects: x is clamped to
+// [-87.34, 1] by a bit select (NaN kept, and it poisons the arithmetic), so n is in [-126, 1] and
+// 2^n is built directly; x below ln(FLT_MIN) gives +0 (x = -inf included), as fast_exp does. Same
+// reduction and polynomial as fast_exp, so within its error on [-87.3, 1].
+KOKKOS_INLINE_FUNCTION float fast_exp_nonpositive(float x) {
+  constexpr float log2e = 1.44269504088896341f;
+  constexpr float ln2_head = 0.693359375f;
+  constexpr float ln2_tail = -2.12194440e-4f;
+  constexpr float round_magic = 12582912.0f;
+  const float lo = -87.3365479f;
+  const float xc = clamp_select(x, lo, 88.0f);
+
+  const float shifted = xc * log2e + round_magic;
+  const float n = shifted - round_magic;
+  const float r = (xc - n * ln2_head) - n * ln2_tail;
+
+  float p = 1.0f / 5040.0f;
+  p = p * r + 1.0f / 720.0f;
+  p = p * r + 1.0f / 120.0f;
+  p = p * r + 1.0f / 24.0f;
+  p = p * r + 1.0f / 6.0f;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+
+  // (n + 0x4B400000 + 127) << 23 == (n + 127) << 23 mod 2^32 (round_magic's bits shift out).
+  std::uint32_t shifted_bits;
+  std::memcpy(&shifted_bits, &shifted, sizeof shifted_bits);
+  const std::uint32_t scale_bits = (shifted_bits + 127u) << 23;
+  float scale;
+  std::memcpy(&scale, &scale_bits, sizeof scale);
+  const float y = p * scale;
+  // y, or +0 below lo, as a bit mask (a ternary here made g++ 12 leave the loop scalar).
+  std::uint32_t yb;
+  std::memcpy(&yb, &y, sizeof yb);
+  yb &= 0u - static_cast<std::uint32_t>(!(x < lo));
+  float out;
+  std::memcpy(&out, &yb, sizeof out);
+  return out;
 }
 
 }  // namespace ptk::kernels

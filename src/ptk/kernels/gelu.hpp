@@ -14,10 +14,12 @@ namespace ptk::kernels {
 
 KOKKOS_INLINE_FUNCTION float gelu_value(float v) {
   constexpr float sqrt_2_over_pi = 0.7978845608028654f;
-  const float u = sqrt_2_over_pi * (v + 0.044715f * v * v * v);
-  const float e = fast_exp(-2.0f * u);
-  // e overflows only for very negative x, where gelu is -0 (x / inf would be NaN at x = -inf).
-  return e > FLT_MAX ? -0.0f : v / (1.0f + e);
+  const float a = -2.0f * sqrt_2_over_pi * (v + 0.044715f * v * v * v);
+  // e^a overflows only for very negative x, where gelu is -0 (x = -inf included, where the
+  // quotient would be -inf). NaN fails the comparison and stays NaN through the division. The
+  // select is on the numerator, before the division, so the division runs unmasked.
+  const float num = a > 88.7228394f ? -0.0f : v;
+  return num / (1.0f + fast_exp_clamped(a));
 }
 
 // One iteration handles RowTraits<Space>::elementwise_block consecutive elements (32 on the host,

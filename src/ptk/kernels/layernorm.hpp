@@ -63,7 +63,7 @@ struct LayernormForward {
     const float r = static_cast<float>(1.0 / compat::sqrt((var > 0 ? var : 0.0) + static_cast<double>(eps)));
 
     Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, Traits::vector_length), [&](int v) {
-      lane_sweep<Traits>(0, cols, v, [&](int, int j) { y[j] = (x[j] - m) * r * w[j] + b[j]; });
+      lane_map<Traits>(0, cols, v, y, [&](int j) { return (x[j] - m) * r * w[j] + b[j]; });
     });
     Kokkos::single(Kokkos::PerThread(team), [&]() {
       mean(row) = m;

@@ -43,6 +43,25 @@ KOKKOS_INLINE_FUNCTION void lane_sweep(int begin, int end, int v, const F& f) {
   }
 }
 
+// y[j] = value(j) for the columns j in [begin, end) of vector lane v. A block's values are formed
+// in a local array before any is stored, so the host's vectorized block needs no runtime check of
+// y against value's inputs (y may alias them: each column is read before it is written).
+template <class Traits, class F>
+KOKKOS_INLINE_FUNCTION void lane_map(int begin, int end, int v, float* y, const F& value) {
+  constexpr int L = Traits::lanes, V = Traits::vector_length, W = L * V;
+  const int full = begin + (end - begin) / W * W;
+  for (int b = begin; b < full; b += W) {
+    float t[L];
+    for (int l = 0; l < L; ++l) t[l] = value(b + l * V + v);
+    for (int l = 0; l < L; ++l) y[b + l * V + v] = t[l];
+  }
+  if (full < end)
+    for (int l = 0; l < L; ++l) {
+      const int j = full + l * V + v;
+      if (j < end) y[j] = value(j);
+    }
+}
+
 // A compensated (Kahan) sum: the value is s - c, c holding the rounding error s has picked up.
 struct Compensated {
   float s = 0, c = 0;
@@ -85,10 +104,11 @@ KOKKOS_INLINE_FUNCTION Compensated merge_slots(float (&s)[L], float (&c)[L]) {
 // Sum of term(j) over the columns j in [begin, end) of vector lane v, blocked and compensated:
 // each slot adds `chunk_blocks` terms plainly (a 4-cycle dependency per block), then adds that
 // partial to its Kahan sum; the slots are merged pairwise. Error <= about
-// (u (chunk_blocks + 3) + 2 n u^2) times the sum of |term| (docs/tolerances.md), for any row length. term may have side effects
-// (softmax stores its exps); it is called once per column, in increasing j within a slot.
-template <class Traits, class Term>
-KOKKOS_INLINE_FUNCTION Compensated lane_sum(int begin, int end, int v, const Term& term) {
+// (u (chunk_blocks + 3) + 2 n u^2) times the sum of |term| (docs/tolerances.md), for any row length.
+// term is called once per column. With Store, each term is also written to store[j] (softmax
+// keeps its exps), after the block's terms are formed (see lane_map).
+template <class Traits, bool Store = false, class Term>
+KOKKOS_INLINE_FUNCTION Compensated lane_sum(int begin, int end, int v, const Term& term, float* store = nullptr) {
   constexpr int L = Traits::lanes, V = Traits::vector_length, W = L * V, C = Traits::chunk_blocks;
   float s[L] = {}, c[L] = {};
   const auto kahan = [&](const float (&p)[L]) {
@@ -103,16 +123,30 @@ KOKKOS_INLINE_FUNCTION Compensated lane_sum(int begin, int end, int v, const Ter
   for (int b = begin; b < full;) {
     const int stop = full - b > C * W ? b + C * W : full;
     float p[L] = {};
-    for (; b < stop; b += W)
-      for (int l = 0; l < L; ++l) p[l] += term(b + l * V + v);
+    if (Store) {
+      for (; b < stop; b += W) {
+        float t[L];
+        for (int l = 0; l < L; ++l) t[l] = term(b + l * V + v);
+        for (int l = 0; l < L; ++l) store[b + l * V + v] = t[l];
+        for (int l = 0; l < L; ++l) p[l] += t[l];
+      }
+    } else {
+      for (; b < stop; b += W)
+        for (int l = 0; l < L; ++l) p[l] += term(b + l * V + v);
+    }
     kahan(p);
   }
-  float p[L] = {};
-  for (int l = 0; l < L; ++l) {
-    const int j = full + l * V + v;
-    if (j < end) p[l] = term(j);
+  if (full < end) {
+    float p[L] = {};
+    for (int l = 0; l < L; ++l) {
+      const int j = full + l * V + v;
+      if (j < end) {
+        p[l] = term(j);
+        if (Store) store[j] = p[l];
+      }
+    }
+    kahan(p);
   }
-  kahan(p);
   return merge_slots(s, c);
 }
 

@@ -12,9 +12,12 @@
 namespace ptk::kernels {
 
 KOKKOS_INLINE_FUNCTION float silu_value(float v) {
-  const float e = fast_exp(-v);
-  // e overflows only for x < -88, where silu is -0 (x / inf would be NaN at x = -inf).
-  return e > FLT_MAX ? -0.0f : v / (1.0f + e);
+  // Past -88.72, e^-x overflows and silu is below 3e-37 in magnitude: -0 (x = -inf included,
+  // where x / (1 + e) would be -inf). NaN fails the comparison and stays NaN through the division.
+  // The select is on the numerator, before the division, so the division runs unmasked.
+  const float a = -v;
+  const float num = a > 88.7228394f ? -0.0f : v;
+  return num / (1.0f + fast_exp_clamped(a));
 }
 
 // One iteration handles RowTraits<Space>::elementwise_block consecutive elements (32 on the host,

@@ -13,7 +13,7 @@
 namespace ptk::kernels {
 
 // Rows are mapped by RowTraits (row_traits.hpp). Three sweeps per row: the max (the row comes
-// from memory), exp (fast_exp) stored in out with a blocked compensated sum, scale by 1/sum (both in
+// from memory), exp (fast_exp_nonpositive: the arguments are <= 0 up to a rounding) stored in out with a blocked compensated sum, scale by 1/sum (both in
 // L1/L2). The max skips NaN, so a NaN input turns its row's sum and every output of that row
 // into NaN, and masked columns are written as 0 * (1/sum) for the same reason: NaN stays in its
 // row, as in PyTorch. out may alias inp (each element is read before it is written, by the same
@@ -63,11 +63,8 @@ struct SoftmaxForward {
     Kokkos::parallel_reduce(
         Kokkos::ThreadVectorRange(team, Traits::vector_length),
         [&](int v, Compensated& total) {
-          total.merge(lane_sum<Traits>(0, unmasked, v, [&](int j) {
-            const float e = fast_exp(sc * x[j] - row_max);
-            y[j] = e;
-            return e;
-          }));
+          total.merge(lane_sum<Traits, true>(
+              0, unmasked, v, [&](int j) { return fast_exp_nonpositive(sc * x[j] - row_max); }, y));
         },
         CompensatedSum<Space>(sum));
 
