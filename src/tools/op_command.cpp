@@ -31,6 +31,16 @@ struct OpSpec {
   std::map<std::string, std::string> keys;  // key -> default, as documented
 };
 
+// Saved statistics an op gained after its forward contract was set (attention's lse) may be left
+// out: `--out O.npy` alone still works, and a second --out receives them.
+bool optional_output(const std::string& name) { return name == "lse"; }
+
+std::size_t required_outputs(const OpSpec& op) {
+  std::size_t n = 0;
+  for (const auto& o : op.outputs) n += optional_output(o) ? 0 : 1;
+  return n;
+}
+
 const std::vector<OpSpec> kOps = {
     {"matmul", {"A", "B"}, {"C"}, {{"trans_a", "0"}, {"trans_b", "0"}, {"impl", "portable"}}},
     {"softmax", {"X"}, {"Y"}, {{"scale", "1"}, {"causal", "0"}}},
@@ -212,7 +222,9 @@ void print_ops() {
   for (const auto& op : kOps) {
     std::vector<std::string> keys;
     for (const auto& [k, v] : op.keys) keys.push_back(k + "=" + v);
-    std::cout << "  " << op.name << ": " << join(op.inputs) << " -> " << join(op.outputs)
+    std::vector<std::string> outputs;
+    for (const auto& o : op.outputs) outputs.push_back(optional_output(o) ? "[" + o + "]" : o);
+    std::cout << "  " << op.name << ": " << join(op.inputs) << " -> " << join(outputs)
               << (keys.empty() ? "" : "; " + join(keys)) << '\n';
   }
 }
@@ -263,7 +275,12 @@ int op_command(const Args& args) {
                       std::to_string(got)};
   };
   if (inputs.size() != op.inputs.size()) throw count_error("--in", inputs.size(), op.inputs);
-  if (outputs.size() != op.outputs.size()) throw count_error("--out", outputs.size(), op.outputs);
+  if (outputs.size() < required_outputs(op) || outputs.size() > op.outputs.size()) {
+    if (required_outputs(op) == op.outputs.size()) throw count_error("--out", outputs.size(), op.outputs);
+    throw UsageError{where + "expects " + std::to_string(required_outputs(op)) + " to " +
+                     std::to_string(op.outputs.size()) + " --out (" + join(op.outputs) + "; the last optional), got " +
+                     std::to_string(outputs.size())};
+  }
   for (std::size_t i = 0; i < outputs.size(); ++i) {
     const auto slash = outputs[i].find_last_of('/');
     const auto dir = slash == std::string::npos ? std::string(".") : outputs[i].substr(0, slash + 1);
@@ -298,6 +315,7 @@ int op_command(const Args& args) {
     results = run_to_host<Default>(op, arrays, settings);
   else
     results = device == "host" ? run_to_host<Host>(op, arrays, settings) : run_to_host<Default>(op, arrays, settings);
+  results.resize(outputs.size());  // optional saved statistics nobody asked for
   write_all(outputs, results);
   return 0;
 }
