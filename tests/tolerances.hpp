@@ -109,5 +109,19 @@ constexpr Tolerance rope{8.0 * u, 4.0 * u};
 constexpr double kGradcheckStep = 1e-5;
 inline Tolerance gradcheck(double f_abs) { return {1e-8 + 4.0 * 0x1p-52 * f_abs / kGradcheckStep, 1e-6}; }
 
+// Autograd against central finite differences of the fp32 forward with step h: the difference quotient is
+// off by h^2 |f'''| / 6 (truncation, ~1e-5 here) plus the forward's rounding noise eps |f| / h (eps ~ a few u
+// times the terms' magnitudes, |f| ~ 1-10: ~1e-4). 2e-3 absolute + 1e-2 relative is ~10x that, far below
+// the size of a real mistake (a dropped term, a transposed index: O(|f'|)).
+constexpr double finite_difference_step = 1e-2;
+constexpr Tolerance finite_difference{2e-3, 1e-2};
+
+// One training step of a small GPT (2 layers, width 16) through the fp32 kernels against the float64 oracle.
+// The forward's relative error is a few hundred u after ~30 chained ops with reductions of up to 64 terms;
+// the backward roughly doubles the chain. Gradients are compared with atol relative to the largest gradient of
+// the same parameter (small entries are differences of larger terms) plus a relative part: 1e-4 of the
+// largest and 1e-3 relative is ~10x the error measured (docs/tolerances.md).
+constexpr Tolerance model_step{1e-4, 1e-3};
+
 }  // namespace tolerance
 }  // namespace ptk::test

@@ -13,6 +13,7 @@
 #include "ptk/core/error.hpp"
 #include "ptk/core/runtime.hpp"
 #include "ptk/io/npy.hpp"
+#include "ptk/io/safetensors.hpp"
 
 namespace {
 
@@ -25,6 +26,9 @@ const char* const kUsage = R"(usage:
   ptk bench [--quick] [--out DIR] [--filter REGEX] [--repetitions N] [--device host|default]
                                              benchmark sweeps, one process per implementation
                                              -> DIR/report.md, DIR/*.png, DIR/bench.json
+  ptk train [--data FILE] [--steps N] [--batch B] [--block T] [--layers L] [--heads H] [--width C]
+            [--lr LR] [--seed S] [--save CKPT] [--load CKPT] [--eval-only] [--sample N]
+            [--device host|default]          train a GPT-2-style byte-level model (ptk train --help)
 Exit status: 0 on success, 2 on bad input (one-line message on stderr).
 )";
 
@@ -60,19 +64,24 @@ int main(int argc, char** argv) {
       if (const int status = ptk::runtime::check_can_initialize("ptk")) return status;
       return ptk::tools::bench_command(args, executable_dir());
     }
-    if (command != "info" && command != "op")
-      throw ptk::tools::UsageError{"unknown command '" + command + "' (expected info, op or bench)"};
+    if (command != "info" && command != "op" && command != "train")
+      throw ptk::tools::UsageError{"unknown command '" + command + "' (expected info, op, bench or train)"};
     // A GPU build on a machine without its GPU: Kokkos::initialize would abort (runtime.hpp), so
     // `info` reports without Kokkos and `op` refuses with one line, exit 2.
     if (ptk::runtime::gpu_build_without_gpu()) {
       if (command == "info") return ptk::tools::info_command(args, /*kokkos_started=*/false);
-      if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) return ptk::tools::op_command(args);  // no Kokkos
+      const bool help = !args.empty() && (args[0] == "--help" || args[0] == "-h");
+      if (help && command == "op") return ptk::tools::op_command(args);  // no Kokkos
+      if (help && command == "train") return ptk::tools::train_command(args);
       return ptk::runtime::check_can_initialize("ptk");
     }
     Kokkos::ScopeGuard kokkos(kokkos_argc, kokkos_argv.data());
+    if (command == "train") return ptk::tools::train_command(args);
     return command == "info" ? ptk::tools::info_command(args, true) : ptk::tools::op_command(args);
   } catch (const ptk::tools::UsageError& e) {
     std::cerr << "ptk: " << e.message << '\n';
+  } catch (const ptk::io::SafetensorsError& e) {
+    std::cerr << "ptk: " << e.what() << " [" << ptk::io::to_string(e.kind()) << "]\n";
   } catch (const ptk::Error& e) {
     std::cerr << "ptk: " << e.what() << '\n';
   } catch (const ptk::io::NpyError& e) {

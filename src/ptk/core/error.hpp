@@ -11,6 +11,12 @@ namespace ptk {
 
 using Shape = std::vector<std::int64_t>;
 
+inline std::int64_t element_count(const Shape& shape) {
+  std::int64_t n = 1;
+  for (auto d : shape) n *= d;
+  return n;
+}
+
 class Error : public std::invalid_argument {
  public:
   using std::invalid_argument::invalid_argument;

@@ -26,17 +26,15 @@ template <class Space>
 using ConstMatrix = Kokkos::View<const float**, Kokkos::LayoutRight, Space>;
 template <class Space>
 using ConstTensor3 = Kokkos::View<const float***, Kokkos::LayoutRight, Space>;
+template <class Space>
+using Tensor4 = Kokkos::View<float****, Kokkos::LayoutRight, Space>;
+template <class Space>
+using ConstTensor4 = Kokkos::View<const float****, Kokkos::LayoutRight, Space>;
 // Token ids and class targets.
 template <class Space>
 using IndexVector = Kokkos::View<int*, Kokkos::LayoutRight, Space>;
 template <class Space>
 using ConstIndexVector = Kokkos::View<const int*, Kokkos::LayoutRight, Space>;
-
-inline std::int64_t element_count(const Shape& shape) {
-  std::int64_t n = 1;
-  for (auto d : shape) n *= d;
-  return n;
-}
 
 template <class Space>
 class Tensor {
@@ -94,6 +92,16 @@ class Tensor {
     require(rank() == 2 || rank() == 3, "ptk::Tensor: expected rank 2 or 3, got shape ", to_string(shape_));
     const auto r = static_cast<std::size_t>(dim(-2)), c = static_cast<std::size_t>(dim(-1));
     return Tensor3<Space>(data(), rank() == 3 ? static_cast<std::size_t>(shape_[0]) : 1, r, c);
+  }
+
+  // The same storage under another shape with as many elements (an alias, never a copy).
+  Tensor reshape(Shape shape) const {
+    require(element_count(shape) == numel(), "ptk::Tensor::reshape: shape ", to_string(shape), " does not hold the ",
+            numel(), " elements of shape ", to_string(shape_));
+    Tensor t;
+    t.shape_ = std::move(shape);
+    t.storage_ = storage_;
+    return t;
   }
 
   // A same-shaped copy in another execution space's memory (always a copy, never an alias).

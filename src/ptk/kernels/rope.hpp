@@ -8,11 +8,6 @@
 
 namespace ptk::kernels {
 
-template <class Space>
-using Tensor4 = Kokkos::View<float****, Kokkos::LayoutRight, Space>;
-template <class Space>
-using ConstTensor4 = Kokkos::View<const float****, Kokkos::LayoutRight, Space>;
-
 // The view [O, T, H, D] covers both layouts: [B,H,T,D] is O = B·H, H = 1; [B,T,H,D] is O = B.
 // cos_table and sin_table are [T, D/2], computed once in double by the op: fp32 θ = t·f would
 // carry an error of u·θ (5e-4 rad at t = 8192) into every rotation.

@@ -85,9 +85,12 @@ struct Dataset {
   Vocab vocab;
   std::vector<int> train, val;
 
-  static Dataset from_text(const std::string& text) {
+  static Dataset from_text(const std::string& text) { return from_text(text, Vocab::from_text(text)); }
+
+  // With a given vocabulary (a loaded model's): a byte of text outside it is an error that names it.
+  static Dataset from_text(const std::string& text, const Vocab& vocab) {
     Dataset d;
-    d.vocab = Vocab::from_text(text);
+    d.vocab = vocab;
     const auto tokens = d.vocab.encode(text);
     const auto cut = static_cast<std::ptrdiff_t>(tokens.size() * 9 / 10);
     d.train.assign(tokens.begin(), tokens.begin() + cut);
@@ -95,15 +98,16 @@ struct Dataset {
     return d;
   }
 
-  static Dataset from_file(const std::string& path) {
+  static Dataset from_file(const std::string& path) { return from_text(read_text(path)); }
+
+  static std::string read_text(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     require(static_cast<bool>(in), "data: cannot open ", path);
     std::ostringstream s;
     s << in.rdbuf();
     require(!in.bad(), "data: cannot read ", path);
-    const std::string text = s.str();
-    require(!text.empty(), "data: ", path, " is empty");
-    return from_text(text);
+    require(!s.str().empty(), "data: ", path, " is empty");
+    return s.str();
   }
 };
 

@@ -47,10 +47,10 @@ void check_rope(const char* op, const char* name, const Tensor<Space>& x, std::i
 
 // [O, T, H, D] over x's storage.
 template <class Space>
-kernels::Tensor4<Space> rope_view(const Tensor<Space>& x, RopeLayout layout) {
+Tensor4<Space> rope_view(const Tensor<Space>& x, RopeLayout layout) {
   const auto B = x.dim(0), D = x.dim(3);
-  if (layout == RopeLayout::bthd) return kernels::Tensor4<Space>(x.data(), B, x.dim(1), x.dim(2), D);
-  return kernels::Tensor4<Space>(x.data(), B * x.dim(1), x.dim(2), 1, D);
+  if (layout == RopeLayout::bthd) return Tensor4<Space>(x.data(), B, x.dim(1), x.dim(2), D);
+  return Tensor4<Space>(x.data(), B * x.dim(1), x.dim(2), 1, D);
 }
 
 inline std::int64_t rope_positions(const Shape& s, RopeLayout layout) { return layout == RopeLayout::bthd ? s[1] : s[2]; }

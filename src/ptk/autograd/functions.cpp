@@ -1,0 +1,275 @@
+// The differentiable ops: argument checks, the kernels' calls on the arguments' space, and the backward nodes.
+#include "ptk/autograd/functions.hpp"
+
+#include <cmath>
+#include <initializer_list>
+#include <optional>
+#include <utility>
+
+#include "ptk/autograd/storage.hpp"
+#include "ptk/kernels/adamw.hpp"
+#include "ptk/kernels/add.hpp"
+#include "ptk/kernels/heads.hpp"
+#include "ptk/ops/activations.hpp"
+#include "ptk/ops/attention.hpp"
+#include "ptk/ops/cross_entropy.hpp"
+#include "ptk/ops/embedding.hpp"
+#include "ptk/ops/layernorm.hpp"
+#include "ptk/ops/matmul.hpp"
+
+namespace ptk::ag {
+
+namespace {
+
+struct Arg {
+  const char* name;
+  const Var& var;
+};
+
+// Every argument defined and on one device; returns that device.
+Device check_args(const char* op, std::initializer_list<Arg> args) {
+  const Arg* first = nullptr;
+  for (const auto& a : args) {
+    require(a.var.defined(), op, ": ", a.name, " is an undefined Var");
+    if (!first) first = &a;
+    require(a.var.device() == first->var.device(), op, ": ", first->name, " ", to_string(first->var.shape()), " is on ",
+            describe(first->var.device()), " but ", a.name, " ", to_string(a.var.shape()), " is on ",
+            describe(a.var.device()), "; move one with an explicit copy");
+  }
+  return first->var.device();
+}
+
+void check_ids_device(const char* op, const char* name, const Ids& ids, Device device) {
+  require(ids.defined(), op, ": ", name, " is undefined");
+  require(ids.device() == device, op, ": ", name, " ", to_string(ids.shape()), " is on ", describe(ids.device()),
+          " but the tensors are on ", describe(device));
+}
+
+template <class S>
+ConstIndexVector<S> ids_view(const Ids& ids) {
+  return ids.impl().values.get<S>();
+}
+
+// Wraps an op's output; records a node when gradients are enabled and an input requires one.
+template <class S>
+Var result(const char* op, Tensor<S> value, Device device, std::initializer_list<Var> inputs,
+           std::function<void(VarImpl&)> backward) {
+  auto impl = std::make_shared<VarImpl>();
+  impl->shape = value.shape();
+  impl->device = device;
+  impl->data.get<S>() = std::move(value);
+  bool wanted = false;
+  for (const auto& in : inputs) wanted = wanted || (in.defined() && in.requires_grad());
+  if (wanted && grad_enabled()) {
+    impl->requires_grad = true;
+    auto node = std::make_shared<Node>();
+    node->op = op;
+    for (const auto& in : inputs)
+      if (in.defined()) node->inputs.push_back(in.shared());
+    node->backward = std::move(backward);
+    impl->grad_fn = std::move(node);
+  }
+  return Var(std::move(impl));
+}
+
+template <class S>
+Tensor<S>& out_grad(VarImpl& out) {
+  return out.grad.get<S>();
+}
+
+// The gradient buffer to add into: the input's own when it wants one, else a scratch tensor that is dropped
+// (for kernels that always produce several gradients at once).
+template <class S>
+Tensor<S> grad_or_scratch(const std::shared_ptr<VarImpl>& v) {
+  return v->requires_grad ? grad_of<S>(*v) : Tensor<S>(v->shape, "ptk::unused_grad");
+}
+
+}  // namespace
+
+Var add(const Var& a, const Var& b) {
+  const Device device = check_args("add", {{"a", a}, {"b", b}});
+  require(a.shape() == b.shape(), "add: a has shape ", to_string(a.shape()), " but b has shape ", to_string(b.shape()));
+  return on_device(device, [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    Tensor<S> y(a.shape(), "ptk::add");
+    kernels::add_forward<S>(y.flat(), data_of<S>(a).flat(), data_of<S>(b).flat());
+    return result<S>("add", y, device, {a, b}, [ia = a.shared(), ib = b.shared()](VarImpl& out) {
+      const auto& g = out_grad<S>(out);
+      if (ia->requires_grad) kernels::accumulate<S>(grad_of<S>(*ia).flat(), g.flat());
+      if (ib->requires_grad) kernels::accumulate<S>(grad_of<S>(*ib).flat(), g.flat());
+    });
+  });
+}
+
+Var matmul(const Var& a, const Var& b, bool trans_a, bool trans_b) {
+  const Device device = check_args("matmul", {{"A", a}, {"B", b}});
+  return on_device(device, [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    const Tensor<S> ta = data_of<S>(a), tb = data_of<S>(b);
+    Tensor<S> c = ops::matmul(ta, tb, trans_a, trans_b);
+    return result<S>("matmul", c, device, {a, b}, [ia = a.shared(), ib = b.shared(), ta, tb, trans_a, trans_b](VarImpl& out) {
+      const Tensor<S> da = ia->requires_grad ? grad_of<S>(*ia) : Tensor<S>();
+      const Tensor<S> db = ib->requires_grad ? grad_of<S>(*ib) : Tensor<S>();
+      ops::matmul_backward(da, db, out_grad<S>(out), ta, tb, trans_a, trans_b);
+    });
+  });
+}
+
+Var linear(const Var& x, const Var& weight, const Var& bias) {
+  const Device device = bias.defined() ? check_args("linear", {{"x", x}, {"weight", weight}, {"bias", bias}})
+                                       : check_args("linear", {{"x", x}, {"weight", weight}});
+  const Shape& xs = x.shape();
+  require(weight.shape().size() == 2 && !xs.empty() && weight.shape()[1] == xs.back(), "linear: x has shape ",
+          to_string(xs), " and weight has shape ", to_string(weight.shape()), "; weight must be [out, in] with in = ",
+          xs.empty() ? 0 : xs.back());
+  const auto in = xs.back(), out_features = weight.shape()[0];
+  require(!bias.defined() || bias.shape() == Shape{out_features}, "linear: bias has shape ", to_string(bias.shape()),
+          " for weight ", to_string(weight.shape()), "; it must be [", out_features, "]");
+  Shape ys = xs;
+  ys.back() = out_features;
+  return on_device(device, [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    const Tensor<S> x2 = data_of<S>(x).reshape({x.numel() / in, in});
+    const Tensor<S> w = data_of<S>(weight);
+    Tensor<S> y2 = ops::matmul(x2, w, false, true);
+    if (bias.defined()) kernels::bias_forward<S>(y2.rows(), y2.rows(), data_of<S>(bias).flat());
+    return result<S>("linear", y2.reshape(ys), device, {x, weight, bias},
+                     [ix = x.shared(), iw = weight.shared(), ib = bias.defined() ? bias.shared() : nullptr, x2, w](VarImpl& out) {
+                       const Tensor<S> g2 = out_grad<S>(out).reshape({x2.dim(0), w.dim(0)});
+                       if (ix->requires_grad) ops::matmul_accumulate(grad_of<S>(*ix).reshape(x2.shape()), g2, w);
+                       if (iw->requires_grad) ops::matmul_accumulate(grad_of<S>(*iw), g2, x2, true, false);
+                       if (ib && ib->requires_grad) kernels::bias_backward<S>(grad_of<S>(*ib).flat(), g2.rows());
+                     });
+  });
+}
+
+Var layernorm(const Var& x, const Var& weight, const Var& bias, float eps) {
+  const Device device = check_args("layernorm", {{"x", x}, {"weight", weight}, {"bias", bias}});
+  return on_device(device, [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    const Tensor<S> tx = data_of<S>(x), tw = data_of<S>(weight);
+    auto r = ops::layernorm(tx, tw, data_of<S>(bias), eps);
+    return result<S>("layernorm", r.out, device, {x, weight, bias},
+                     [ix = x.shared(), iw = weight.shared(), ib = bias.shared(), tx, tw, mean = r.mean, rstd = r.rstd](VarImpl& out) {
+                       ops::layernorm_backward(grad_or_scratch<S>(ix), grad_or_scratch<S>(iw), grad_or_scratch<S>(ib),
+                                               out_grad<S>(out), tx, tw, mean, rstd);
+                     });
+  });
+}
+
+Var gelu(const Var& x) {
+  const Device device = check_args("gelu", {{"x", x}});
+  return on_device(device, [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    const Tensor<S> tx = data_of<S>(x);
+    return result<S>("gelu", ops::gelu(tx), device, {x}, [ix = x.shared(), tx](VarImpl& out) {
+      ops::gelu_backward(grad_of<S>(*ix), tx, out_grad<S>(out));
+    });
+  });
+}
+
+Var embedding(const Ids& ids, const Var& table) {
+  const Device device = check_args("embedding", {{"table", table}});
+  check_ids_device("embedding", "ids", ids, device);
+  return on_device(device, [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    const auto idv = ids_view<S>(ids);
+    Tensor<S> y = ops::embedding(idv, data_of<S>(table), ids.shape());
+    return result<S>("embedding", y, device, {table}, [it = table.shared(), idv](VarImpl& out) {
+      ops::embedding_backward(grad_of<S>(*it), out_grad<S>(out), idv);
+    });
+  });
+}
+
+Var causal_self_attention(const Var& qkv, int n_head) {
+  const Device device = check_args("causal_self_attention", {{"qkv", qkv}});
+  const Shape& s = qkv.shape();
+  require(s.size() == 3 && s[2] % 3 == 0, "causal_self_attention: qkv must be [B, T, 3C], got shape ", to_string(s));
+  const auto B = s[0], T = s[1], C = s[2] / 3;
+  require(n_head > 0 && C % n_head == 0, "causal_self_attention: C = ", C, " (qkv shape ", to_string(s),
+          ") is not divisible by n_head = ", n_head);
+  const auto H = static_cast<std::int64_t>(n_head), D = C / n_head;
+  return on_device(device, [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    const auto as_rows = [](const Tensor<S>& t) { return Tensor3<S>(t.data(), t.dim(0), t.dim(1), t.dim(2)); };
+    const auto as_heads = [](const Tensor<S>& t) { return Tensor4<S>(t.data(), t.dim(0), t.dim(1), t.dim(2), t.dim(3)); };
+    const Tensor3<S> rows = as_rows(data_of<S>(qkv));
+    Tensor<S> q({B, H, T, D}, "ptk::q"), k({B, H, T, D}, "ptk::k"), v({B, H, T, D}, "ptk::v");
+    kernels::split_heads<S>(as_heads(q), rows, 0);
+    kernels::split_heads<S>(as_heads(k), rows, static_cast<int>(C));
+    kernels::split_heads<S>(as_heads(v), rows, static_cast<int>(2 * C));
+    auto r = ops::attention(q, k, v, std::nullopt, /*causal=*/true);
+    Tensor<S> y({B, T, C}, "ptk::attention_rows");
+    kernels::merge_heads<S>(as_rows(y), as_heads(r.out), 0, false);
+    return result<S>("causal_self_attention", y, device, {qkv},
+                     [iq = qkv.shared(), q, k, v, o = r.out, lse = r.lse, as_rows, as_heads, C](VarImpl& out) {
+                       Tensor<S> dout(o.shape(), "ptk::attention_dout");
+                       kernels::split_heads<S>(as_heads(dout), as_rows(out_grad<S>(out)), 0);
+                       Tensor<S> dq(q.shape(), "ptk::dq"), dk(k.shape(), "ptk::dk"), dv(v.shape(), "ptk::dv");
+                       ops::attention_backward(dq, dk, dv, dout, q, k, v, o, lse, std::nullopt, true);
+                       const Tensor3<S> drows = as_rows(grad_of<S>(*iq));
+                       kernels::merge_heads<S>(drows, as_heads(dq), 0, true);
+                       kernels::merge_heads<S>(drows, as_heads(dk), static_cast<int>(C), true);
+                       kernels::merge_heads<S>(drows, as_heads(dv), static_cast<int>(2 * C), true);
+                     });
+  });
+}
+
+Var cross_entropy(const Var& logits, const Ids& targets, int ignore_index) {
+  const Device device = check_args("cross_entropy", {{"logits", logits}});
+  check_ids_device("cross_entropy", "targets", targets, device);
+  return on_device(device, [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    const Tensor<S> tl = data_of<S>(logits);
+    const auto tv = ids_view<S>(targets);
+    auto r = ops::cross_entropy(tl, tv, ignore_index);
+    Tensor<S> loss = Tensor<S>::from_host({1}, std::vector<float>{r.loss});
+    return result<S>("cross_entropy", loss, device, {logits},
+                     [il = logits.shared(), tl, tv, lse = r.lse, counted = r.counted, ignore_index](VarImpl& out) {
+                       const float dloss = out_grad<S>(out).to_vector()[0];
+                       ops::cross_entropy_backward(grad_of<S>(*il), dloss, tl, lse, tv, counted, ignore_index);
+                     });
+  });
+}
+
+Var sum_product(const Var& a, const Var& b) {
+  const Device device = check_args("sum_product", {{"a", a}, {"b", b}});
+  require(a.shape() == b.shape(), "sum_product: a has shape ", to_string(a.shape()), " but b has shape ",
+          to_string(b.shape()));
+  return on_device(device, [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    const Tensor<S> ta = data_of<S>(a), tb = data_of<S>(b);
+    const auto total = static_cast<float>(kernels::dot<S>(ta.flat(), tb.flat()));
+    return result<S>("sum_product", Tensor<S>::from_host({1}, std::vector<float>{total}), device, {a, b},
+                     [ia = a.shared(), ib = b.shared(), ta, tb](VarImpl& out) {
+                       const float g = out_grad<S>(out).to_vector()[0];
+                       if (ia->requires_grad) kernels::accumulate<S>(grad_of<S>(*ia).flat(), tb.flat(), g);
+                       if (ib->requires_grad) kernels::accumulate<S>(grad_of<S>(*ib).flat(), ta.flat(), g);
+                     });
+  });
+}
+
+double grad_squared_norm(const Var& param) {
+  if (!param.has_grad()) return 0.0;
+  return on_device(param.device(), [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    const auto g = param.impl().grad.get<S>().flat();
+    return kernels::dot<S>(g, g);
+  });
+}
+
+void adamw_update(const Var& param, const Var& m, const Var& v, const AdamwStep& step) {
+  const Device device = check_args("adamw_update", {{"param", param}, {"m", m}, {"v", v}});
+  require(m.shape() == param.shape() && v.shape() == param.shape(), "adamw_update: param ", to_string(param.shape()),
+          ", m ", to_string(m.shape()), " and v ", to_string(v.shape()), " must have one shape");
+  require(param.has_grad(), "adamw_update: param ", to_string(param.shape()), " has no gradient (call backward first)");
+  on_device(device, [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    const kernels::AdamwStep k{step.lr,         step.beta1,       step.beta2,       step.eps,
+                               step.weight_decay, step.correction1, step.correction2, step.grad_scale};
+    kernels::adamw_update<S>(data_of<S>(param).flat(), data_of<S>(m).flat(), data_of<S>(v).flat(),
+                             param.impl().grad.get<S>().flat(), k);
+  });
+}
+
+}  // namespace ptk::ag

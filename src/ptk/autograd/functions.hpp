@@ -1,0 +1,33 @@
+#pragma once
+// The differentiable ops the model is written in (no Kokkos here). Each checks its arguments once, with an error
+// that names the op, the argument and the shapes, runs ptk's kernels on the arguments' device and, when a
+// gradient is wanted, records how to send gradients back to its inputs.
+#include "ptk/autograd/variable.hpp"
+
+namespace ptk::ag {
+
+Var add(const Var& a, const Var& b);                                  // same shapes
+Var matmul(const Var& a, const Var& b, bool trans_a = false, bool trans_b = false);  // as ops::matmul
+// y[..., out] = x[..., in] · weight[out, in]ᵀ + bias[out] (bias may be undefined): PyTorch's Linear.
+Var linear(const Var& x, const Var& weight, const Var& bias = Var());
+Var layernorm(const Var& x, const Var& weight, const Var& bias, float eps = 1e-5f);  // over the last dim
+Var gelu(const Var& x);                                               // tanh form, as GPT-2
+Var embedding(const Ids& ids, const Var& table);                       // ids[...], table[V, C] -> [..., C]
+// qkv[B, T, 3C] holds q, k, v in that order, each split into n_head consecutive chunks of C / n_head;
+// returns the heads' causal attention outputs, scale 1/sqrt(C / n_head), concatenated back to [B, T, C].
+Var causal_self_attention(const Var& qkv, int n_head);
+// Mean over counted rows of -log softmax(logits[..., V])[target], shape [1].
+Var cross_entropy(const Var& logits, const Ids& targets, int ignore_index = -100);
+Var sum_product(const Var& a, const Var& b);                          // Σ a ∘ b, shape [1]
+
+// The optimizer's kernels, applied to a parameter and its state outside any graph.
+double grad_squared_norm(const Var& param);  // Σ grad², 0 when no gradient has reached it
+struct AdamwStep {
+  float lr, beta1, beta2, eps, weight_decay;
+  float correction1, correction2;  // 1 - β1^t, 1 - β2^t
+  float grad_scale;                // gradient clipping: min(1, max_norm / global norm)
+};
+// param -= AdamW step from param's gradient; m and v (shaped as param) are updated in place.
+void adamw_update(const Var& param, const Var& m, const Var& v, const AdamwStep& step);
+
+}  // namespace ptk::ag

@@ -1,0 +1,88 @@
+#pragma once
+// What a Var is made of (internal: the model layer includes variable.hpp only). A Var's data and gradient are
+// ptk::Tensors in one of the two spaces a build offers; Buffer holds either, Device says which.
+#include <Kokkos_Core.hpp>
+
+#include <functional>
+#include <type_traits>
+
+#include "ptk/autograd/variable.hpp"
+#include "ptk/core/tensor.hpp"
+
+namespace ptk::ag {
+
+using HostSpace = Kokkos::DefaultHostExecutionSpace;
+using DeviceSpace = Kokkos::DefaultExecutionSpace;
+constexpr bool kOneSpace = std::is_same_v<HostSpace, DeviceSpace>;
+
+// In a host-only build both names mean the one space: everything is tagged `host`.
+inline Device canonical(Device d) { return kOneSpace ? Device::host : d; }
+
+template <class S>
+struct SpaceTag {
+  using type = S;
+};
+
+// Calls f(SpaceTag<S>{}) with S the execution space of device d.
+template <class F>
+decltype(auto) on_device(Device d, F&& f) {
+  if constexpr (kOneSpace) {
+    (void)d;
+    return f(SpaceTag<HostSpace>{});
+  } else {
+    if (d == Device::host) return f(SpaceTag<HostSpace>{});
+    return f(SpaceTag<DeviceSpace>{});
+  }
+}
+
+template <class Host, class Dev>
+struct PerSpace {
+  Host host;
+  Dev device;
+  template <class S>
+  auto& get() {
+    if constexpr (kOneSpace || std::is_same_v<S, HostSpace>) return host;
+    else return device;
+  }
+};
+
+using Buffer = PerSpace<Tensor<HostSpace>, Tensor<DeviceSpace>>;
+
+struct Node {
+  const char* op;
+  std::vector<std::shared_ptr<VarImpl>> inputs;
+  std::function<void(VarImpl& out)> backward;  // reads out's gradient, adds into the inputs' gradients
+};
+
+struct VarImpl {
+  Shape shape;
+  Device device = Device::host;
+  bool requires_grad = false;
+  Buffer data, grad;
+  std::shared_ptr<Node> grad_fn;
+};
+
+struct IdsImpl {
+  Shape shape;
+  Device device = Device::host;
+  PerSpace<IndexVector<HostSpace>, IndexVector<DeviceSpace>> values;
+};
+
+template <class S>
+Tensor<S>& data_of(const Var& v) {
+  return v.impl().data.get<S>();
+}
+
+// The gradient of v, allocated (zero) when it is first needed.
+template <class S>
+Tensor<S>& grad_of(VarImpl& v) {
+  auto& g = v.grad.get<S>();
+  if (!g.defined()) g = Tensor<S>(v.shape, "ptk::grad");
+  return g;
+}
+
+inline bool has_grad_buffer(VarImpl& v) {
+  return on_device(v.device, [&](auto tag) { return v.grad.get<typename decltype(tag)::type>().defined(); });
+}
+
+}  // namespace ptk::ag

@@ -1,0 +1,93 @@
+#pragma once
+// ptk::ag: reverse-mode automatic differentiation over ptk's kernels, for model code that knows nothing of
+// Kokkos (this header includes none).
+//
+// - Var: a float tensor (shape, data, and a gradient once one reaches it) that lives on one Device, chosen at
+//   run time. An op on Vars of two devices is an error, never a copy.
+// - An op (functions.hpp) on Vars of which one requires a gradient, with gradients enabled, records a node:
+//   its inputs and a backward function that adds the input gradients (kernels accumulate, +=).
+// - loss.backward() walks the nodes reachable from a scalar loss in reverse topological order, so every node
+//   runs once with its complete output gradient; then it releases the graph (nodes, saved tensors and the
+//   intermediate gradients), so nothing outlives the step but the leaves' .grad.
+// - NoGrad: a scope that records nothing (evaluation, sampling, optimizer updates).
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ptk/core/error.hpp"
+
+namespace ptk::ag {
+
+// host: Kokkos' default host execution space (OpenMP or Serial); device: the default execution space, a
+// GPU in a GPU build. In a host-only build they are the same space and `device` means `host`.
+enum class Device { host, device };
+
+// "host" or "default", as --device takes it; anything else is an error that names it.
+Device parse_device(const std::string& name);
+// e.g. "host (OpenMP)", "default (Cuda)".
+std::string describe(Device device);
+
+struct VarImpl;
+struct IdsImpl;
+
+class Var {
+ public:
+  Var() = default;
+  explicit Var(std::shared_ptr<VarImpl> impl) : impl_(std::move(impl)) {}
+
+  static Var zeros(const Shape& shape, Device device, bool requires_grad = false);
+  static Var from_vector(const Shape& shape, const std::vector<float>& values, Device device, bool requires_grad = false);
+
+  bool defined() const { return impl_ != nullptr; }
+  const Shape& shape() const;
+  std::int64_t numel() const;
+  Device device() const;
+  bool requires_grad() const;
+
+  std::vector<float> values() const;           // copied to the host
+  void assign(const std::vector<float>& values) const;  // overwrites the data (not recorded)
+  float item() const;                          // the value of a one-element Var
+  bool has_grad() const;
+  std::vector<float> grad() const;             // zeros when no gradient has reached it
+  void zero_grad() const;
+
+  // From a one-element loss: adds d loss / d leaf into every leaf that requires a gradient, then frees the graph.
+  void backward() const;
+  bool has_graph() const;  // a node is attached (false for leaves and after backward)
+
+  VarImpl& impl() const;
+  const std::shared_ptr<VarImpl>& shared() const { return impl_; }
+
+ private:
+  std::shared_ptr<VarImpl> impl_;
+};
+
+// Integer tensor of token ids or class targets.
+class Ids {
+ public:
+  Ids() = default;
+  static Ids from_vector(const Shape& shape, const std::vector<int>& values, Device device);
+  bool defined() const { return impl_ != nullptr; }
+  const Shape& shape() const;
+  Device device() const;
+  IdsImpl& impl() const;
+
+ private:
+  std::shared_ptr<IdsImpl> impl_;
+};
+
+bool grad_enabled();
+
+class NoGrad {
+ public:
+  NoGrad();
+  ~NoGrad();
+  NoGrad(const NoGrad&) = delete;
+  NoGrad& operator=(const NoGrad&) = delete;
+
+ private:
+  bool previous_;
+};
+
+}  // namespace ptk::ag

@@ -1,0 +1,41 @@
+#pragma once
+// AdamW (decoupled weight decay, applied to 2-D weights only), gradient clipping by the global norm, and a
+// cosine learning-rate schedule with linear warm-up. No Kokkos here: the update runs in ag::adamw_update.
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ptk/nn/gpt.hpp"
+
+namespace ptk::nn {
+
+struct AdamwConfig {
+  float beta1 = 0.9f, beta2 = 0.95f, eps = 1e-8f, weight_decay = 0.1f;
+  float max_grad_norm = 1.0f;  // clip when the global gradient norm exceeds it (<= 0: never)
+};
+
+class Adamw {
+ public:
+  Adamw(const NamedParameters& params, const AdamwConfig& config);
+
+  // One update of every parameter from its gradient at learning rate lr; returns the global gradient norm
+  // before clipping.
+  float step(float lr);
+  int steps_taken() const { return t_; }
+
+  // The moments under "m.<name>" and "v.<name>" (checkpointed beside the model), and their restore.
+  NamedParameters state() const;
+  void load_state(const std::vector<std::pair<std::string, std::vector<float>>>& tensors, int steps_taken);
+
+ private:
+  NamedParameters params_;
+  std::vector<ag::Var> m_, v_;
+  std::vector<bool> decay_;
+  AdamwConfig config_;
+  int t_ = 0;
+};
+
+// warmup steps rising linearly to max_lr, then cosine decay to min_lr at step total - 1.
+float cosine_lr(int step, int total, int warmup, float max_lr, float min_lr);
+
+}  // namespace ptk::nn

@@ -1,0 +1,77 @@
+#include "ptk/nn/train.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+namespace ptk::nn {
+
+namespace {
+ag::Ids ids(const std::vector<int>& values, int B, int T, ag::Device device) {
+  return ag::Ids::from_vector({B, T}, values, device);
+}
+}  // namespace
+
+StepResult train_step(const Gpt& model, Adamw& optimizer, const Batch& batch, float lr) {
+  model.zero_grad();
+  const ag::Var loss =
+      model.loss(ids(batch.inputs, batch.B, batch.T, model.device()), ids(batch.targets, batch.B, batch.T, model.device()),
+                 batch.B, batch.T);
+  StepResult r;
+  r.loss = loss.item();
+  loss.backward();
+  r.grad_norm = optimizer.step(lr);
+  return r;
+}
+
+double evaluate(const Gpt& model, const std::vector<int>& tokens, int batch) {
+  const int T = model.config().block_size;
+  const auto batches = validation_batches(tokens, batch, T);
+  require(!batches.empty(), "evaluate: ", tokens.size(), " validation tokens cannot fill one window of block_size + 1 = ",
+          T + 1);
+  ag::NoGrad no_grad;
+  double total = 0.0;
+  std::int64_t positions = 0;
+  for (const auto& b : batches) {
+    const ag::Var loss =
+        model.loss(ids(b.inputs, b.B, T, model.device()), ids(b.targets, b.B, T, model.device()), b.B, T);
+    const std::int64_t n = static_cast<std::int64_t>(b.B) * T;
+    total += static_cast<double>(loss.item()) * static_cast<double>(n);
+    positions += n;
+  }
+  return total / static_cast<double>(positions);
+}
+
+std::string generate(const Gpt& model, const Vocab& vocab, int start, int n, std::uint64_t seed) {
+  require(start >= 0 && start < vocab.size(), "generate: start token ", start, " is outside [0, ", vocab.size(), ")");
+  ag::NoGrad no_grad;
+  std::mt19937_64 rng(seed);
+  std::vector<int> context{start};
+  std::string out;
+  const int V = model.config().vocab_size;
+  for (int i = 0; i < n; ++i) {
+    const int T = std::min(static_cast<int>(context.size()), model.config().block_size);
+    const std::vector<int> window(context.end() - T, context.end());
+    const auto logits = model.logits(ids(window, 1, T, model.device()), 1, T).values();
+    const float* last = logits.data() + static_cast<std::size_t>(T - 1) * static_cast<std::size_t>(V);
+    const double top = *std::max_element(last, last + V);
+    std::vector<double> p(static_cast<std::size_t>(V));
+    double sum = 0.0;
+    for (int v = 0; v < V; ++v) sum += p[static_cast<std::size_t>(v)] = std::exp(static_cast<double>(last[v]) - top);
+    // A uniform draw in [0, sum) from the raw 53 high bits (std::uniform_real_distribution is not portable).
+    double u = static_cast<double>(rng() >> 11) * 0x1.0p-53 * sum;
+    int next = V - 1;
+    for (int v = 0; v < V; ++v) {
+      u -= p[static_cast<std::size_t>(v)];
+      if (u < 0) {
+        next = v;
+        break;
+      }
+    }
+    context.push_back(next);
+    out += static_cast<char>(vocab.byte(next));
+  }
+  return out;
+}
+
+}  // namespace ptk::nn

@@ -1,0 +1,160 @@
+// Autograd: every gradient of small expressions (a shared sub-expression, a tensor used twice, a broadcast
+// operand, embedding into cross-entropy, attention) against central finite differences of the same forward,
+// and the graph's life cycle: no-grad mode, accumulation, zero_grad, release after backward, errors.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <memory>
+
+#include "parity.hpp"
+#include "ptk/autograd/functions.hpp"
+#include "ptk/autograd/storage.hpp"
+
+namespace ptk::test {
+namespace {
+
+using ag::Var;
+
+const ag::Device kHost = ag::Device::host;
+
+Var leaf(const Shape& shape, const std::string& seed, float lo = -1.0f, float hi = 1.0f) {
+  return Var::from_vector(shape, uniform(element_count(shape), lo, hi, seed), kHost, /*requires_grad=*/true);
+}
+Var constant(const Shape& shape, const std::string& seed) {
+  return Var::from_vector(shape, uniform(element_count(shape), -1.0f, 1.0f, seed), kHost);
+}
+
+// Central differences of the fp32 forward, f'(x) ≈ (f(x+h) - f(x-h)) / 2h, against autograd's gradient of every
+// element of every leaf (docs/tolerances.md, "Autograd finite differences").
+void expect_gradients_match(const std::vector<Var>& leaves, const std::function<Var()>& loss_fn) {
+  for (const auto& l : leaves) l.zero_grad();
+  loss_fn().backward();
+  const double h = tolerance::finite_difference_step;
+  for (std::size_t i = 0; i < leaves.size(); ++i) {
+    const auto grad = leaves[i].grad();
+    auto values = leaves[i].values();
+    std::vector<float> fd(values.size());
+    for (std::size_t j = 0; j < values.size(); ++j) {
+      const float x = values[j];
+      double f[2];
+      for (int side = 0; side < 2; ++side) {
+        values[j] = x + static_cast<float>(side ? -h : h);
+        leaves[i].assign(values);
+        ag::NoGrad no_grad;
+        f[side] = loss_fn().item();
+      }
+      values[j] = x;
+      leaves[i].assign(values);
+      fd[j] = static_cast<float>((f[0] - f[1]) / (2 * h));
+    }
+    EXPECT_TRUE(all_close(grad, fd, leaves[i].shape(), tolerance::finite_difference)) << "leaf " << i;
+  }
+}
+
+TEST(Autograd, SharedSubexpressionAndBias) {
+  const Var x = leaf({3, 5}, "ag-x"), w = leaf({4, 5}, "ag-w"), b = leaf({4}, "ag-b");
+  const Var r = constant({3, 4}, "ag-r");
+  expect_gradients_match({x, w, b}, [&] {
+    const Var y = ag::gelu(ag::linear(x, w, b));
+    return ag::sum_product(ag::add(y, y), r);  // y feeds add twice
+  });
+}
+
+TEST(Autograd, TensorUsedTwice) {
+  const Var x = leaf({2, 3, 8}, "ag2-x", -2.0f, 2.0f), g = leaf({8}, "ag2-g", 0.5f, 1.5f), b = leaf({8}, "ag2-b");
+  const Var r = constant({2, 3, 8}, "ag2-r");
+  expect_gradients_match({x, g, b}, [&] { return ag::sum_product(ag::add(x, ag::layernorm(x, g, b)), r); });
+}
+
+TEST(Autograd, BroadcastOperand) {
+  const Var x = leaf({2, 3, 4}, "ag3-x"), w = leaf({4, 5}, "ag3-w");
+  const Var r = constant({2, 3, 5}, "ag3-r");
+  expect_gradients_match({x, w}, [&] { return ag::sum_product(ag::matmul(x, w), r); });  // w shared by the batch
+  const Var wt = leaf({5, 4}, "ag3-wt");
+  expect_gradients_match({x, wt}, [&] { return ag::sum_product(ag::matmul(x, wt, false, true), r); });
+}
+
+TEST(Autograd, EmbeddingIntoCrossEntropy) {
+  const Var table = leaf({7, 6}, "ag4-t"), w = leaf({7, 6}, "ag4-w");
+  const auto ids = ag::Ids::from_vector({2, 4}, {1, 3, 3, 0, 6, 1, 1, 2}, kHost);        // repeated ids
+  const auto targets = ag::Ids::from_vector({2, 4}, {2, -100, 5, 0, 6, 3, -100, 1}, kHost);  // two ignored
+  expect_gradients_match({table, w}, [&] { return ag::cross_entropy(ag::linear(ag::embedding(ids, table), w), targets); });
+}
+
+TEST(Autograd, CausalSelfAttention) {
+  const Var qkv = leaf({2, 5, 12}, "ag5-qkv", -2.0f, 2.0f);
+  const Var r = constant({2, 5, 4}, "ag5-r");
+  expect_gradients_match({qkv}, [&] { return ag::sum_product(ag::causal_self_attention(qkv, 2), r); });
+}
+
+TEST(Autograd, GraphIsReleasedAfterBackward) {
+  const Var x = leaf({4, 3}, "ag6-x"), w = leaf({2, 3}, "ag6-w");
+  std::weak_ptr<ag::VarImpl> hidden;
+  Var loss;
+  {
+    const Var y = ag::gelu(ag::linear(x, w));
+    hidden = y.shared();
+    loss = ag::sum_product(y, constant({4, 2}, "ag6-r"));
+  }
+  ASSERT_FALSE(hidden.expired()) << "the graph keeps the intermediate alive until backward";
+  EXPECT_TRUE(loss.has_graph());
+  loss.backward();
+  EXPECT_TRUE(hidden.expired()) << "backward must release the graph and the tensors it saved";
+  EXPECT_FALSE(loss.has_graph());
+  EXPECT_TRUE(x.has_grad());
+  EXPECT_TRUE(w.has_grad());
+}
+
+TEST(Autograd, GradientsAccumulateUntilZeroed) {
+  const Var x = leaf({5}, "ag7-x");
+  const Var r = constant({5}, "ag7-r");
+  ag::sum_product(x, r).backward();
+  const auto once = x.grad();
+  ag::sum_product(x, r).backward();
+  const auto twice = x.grad();
+  const auto want = r.values();
+  for (std::size_t i = 0; i < once.size(); ++i) {
+    EXPECT_EQ(once[i], want[i]);
+    EXPECT_EQ(twice[i], 2 * want[i]);
+  }
+  x.zero_grad();
+  for (float g : x.grad()) EXPECT_EQ(g, 0.0f);
+}
+
+TEST(Autograd, NoGradRecordsNothing) {
+  const Var x = leaf({3}, "ag8-x");
+  ag::NoGrad no_grad;
+  const Var y = ag::sum_product(x, x);
+  EXPECT_FALSE(y.requires_grad());
+  EXPECT_FALSE(y.has_graph());
+  EXPECT_THROW(y.backward(), ptk::Error);
+}
+
+TEST(Autograd, ClearErrors) {
+  const Var x = leaf({2, 3}, "ag9-x"), w = leaf({4, 5}, "ag9-w");
+  try {
+    ag::linear(x, w);
+    FAIL() << "linear accepted mismatched shapes";
+  } catch (const ptk::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("[2, 3]"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("[4, 5]"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(ag::add(x, w), ptk::Error);
+  EXPECT_THROW(ag::causal_self_attention(leaf({1, 2, 9}, "ag9-q"), 2), ptk::Error);  // C = 3 not divisible by 2
+  EXPECT_THROW(ag::gelu(x).backward(), ptk::Error);  // not a scalar
+  EXPECT_THROW(ag::add(x, Var()), ptk::Error);
+}
+
+TEST(Autograd, TwoDevicesInOneOpIsAnError) {
+  if (ag::kOneSpace) GTEST_SKIP() << "host-only build: host and default are one space";
+  const Var a = Var::zeros({2}, ag::Device::host), b = Var::zeros({2}, ag::Device::device);
+  try {
+    ag::add(a, b);
+    FAIL() << "add mixed devices";
+  } catch (const ptk::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("host"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace ptk::test
