@@ -1,10 +1,12 @@
 // attention parity: ptk::ops::attention (fused, flash-style) against the float64 oracle, both the
-// output and the saved log-sum-exp, over a grid of shapes, causal and not, and large scores.
+// output and the saved log-sum-exp, over a grid of shapes, causal and not, and large scores; and
+// ptk::ops::attention_backward (dQ, dK, dV from the forward's O and lse) against the oracle backward.
 #include <limits>
 
 #include "parity.hpp"
 #include "ptk/ops/attention.hpp"
 #include "ptk/reference/attention.hpp"
+#include "ptk/reference/attention_backward.hpp"
 
 namespace ptk::test {
 namespace {
@@ -126,6 +128,205 @@ TEST(AttentionSpecial, InfiniteAndNaNScores) {
   q[5 * c.D] = -std::numeric_limits<float>::infinity();       // row 5: every score -inf
   q[9 * c.D + 2] = std::numeric_limits<float>::quiet_NaN();   // row 9: NaN
   for_each_space([&](auto space) { check_attention<typename decltype(space)::type>(c, q, k, v); });
+}
+
+// Backward. The tiles are 64 query rows × 128 keys on the host (64 × 32 on a GPU): the grid crosses both,
+// has T ≠ S both ways, T = 1, odd lengths, D ∈ {1, 3, 8, 16, 32, 64, 128}, causal up to T = S = 513 and
+// scores of about ±1e3.
+const std::vector<AttentionCase> kBackwardCases = {
+    {1, 1, 1, 1, 1, false},       {1, 1, 1, 1, 1, true},         {2, 3, 17, 17, 8, false},
+    {2, 3, 17, 17, 8, true},      {1, 2, 1, 200, 64, false},     {2, 1, 3, 17, 5, false},
+    {1, 1, 17, 3, 33, false},     {1, 2, 130, 257, 64, false},   {1, 1, 300, 70, 64, false},
+    {1, 2, 33, 47, 1, false},     {1, 2, 129, 129, 1, true},     {1, 3, 19, 70, 3, false},
+    {1, 2, 131, 131, 3, true},    {1, 2, 200, 200, 128, true},   {1, 1, 257, 100, 128, false},
+    {2, 2, 1, 1, 128, false},     {3, 2, 64, 127, 32, false},    {1, 12, 65, 65, 64, true},
+    {1, 1, 513, 513, 64, true},   {1, 2, 255, 255, 64, true},    {1, 2, 513, 513, 16, true},
+    {1, 2, 150, 150, 64, true, 100}, {1, 2, 150, 90, 64, false, 100}, {1, 1, 70, 70, 128, true, -60},
+};
+
+// The case's magnitudes the backward tolerances are built from (tests/tolerances.hpp), from the inputs and
+// the forward's O and lse.
+tolerance::AttentionBackwardBounds backward_bounds(const AttentionCase& c, float scale, const std::vector<float>& q,
+                                        const std::vector<float>& k, const std::vector<float>& v,
+                                        const std::vector<float>& dout, const std::vector<float>& out,
+                                        const std::vector<float>& lse) {
+  tolerance::AttentionBackwardBounds m{score_bound(q, k, c, scale), score_bound(dout, v, c, 1.0f), 0, 0, 0};
+  for (std::int64_t row = 0; row < c.B * c.H * c.T; ++row) {
+    double r = 0, a = 0;
+    for (std::int64_t d = 0; d < c.D; ++d) {
+      r += std::fabs(double(dout[row * c.D + d]) * out[row * c.D + d]);
+      a += std::fabs(double(dout[row * c.D + d]));
+    }
+    if (std::isfinite(r)) m.drow = std::max(m.drow, r);
+    m.dout_l1 = std::max(m.dout_l1, a);
+  }
+  for (std::int64_t h = 0; h < c.B * c.H; ++h) {
+    std::vector<double> col(static_cast<std::size_t>(c.S), 0.0);
+    for (std::int64_t t = 0; t < c.T; ++t) {
+      const double l = lse[h * c.T + t];
+      if (!std::isfinite(l)) continue;
+      for (std::int64_t j = 0; j < (c.causal ? std::min(t + 1, c.S) : c.S); ++j) {
+        double s = 0;
+        for (std::int64_t d = 0; d < c.D; ++d) s += double(q[(h * c.T + t) * c.D + d]) * k[(h * c.S + j) * c.D + d];
+        const double p = std::exp(double(scale) * s - l);
+        if (std::isfinite(p)) col[static_cast<std::size_t>(j)] += p;
+      }
+    }
+    for (double x : col) m.col_sum = std::max(m.col_sum, x);
+  }
+  return m;
+}
+
+// dQ, dK, dV start from random values (the op adds). O and lse come from ptk's forward in the same space;
+// the oracle rebuilds P from that same lse, so the forward's lse error is not counted twice.
+template <class Space>
+void check_attention_backward(const AttentionCase& c, const std::vector<float>& q, const std::vector<float>& k,
+                              const std::vector<float>& v, const std::vector<float>& dout) {
+  const Shape q_shape{c.B, c.H, c.T, c.D}, kv_shape{c.B, c.H, c.S, c.D};
+  const float scale = c.scale != 0 ? c.scale : 1.0f / std::sqrt(static_cast<float>(c.D));
+  const auto opt_scale = c.scale != 0 ? std::optional<float>(c.scale) : std::nullopt;
+  const auto dq0 = uniform(element_count(q_shape), -1, 1, name(c) + "dq");
+  const auto dk0 = uniform(element_count(kv_shape), -1, 1, name(c) + "dk");
+  const auto dv0 = uniform(element_count(kv_shape), -1, 1, name(c) + "dv");
+
+  const auto Q = Tensor<Space>::from_host(q_shape, q), K = Tensor<Space>::from_host(kv_shape, k),
+             V = Tensor<Space>::from_host(kv_shape, v), dO = Tensor<Space>::from_host(q_shape, dout);
+  const auto fwd = ops::attention(Q, K, V, opt_scale, c.causal);
+  const auto out = fwd.out.to_vector(), lse = fwd.lse.to_vector();
+  auto want_dq = dq0, want_dk = dk0, want_dv = dv0;
+  reference::attention_backward(want_dq.data(), want_dk.data(), want_dv.data(), dout.data(), q.data(), k.data(),
+                                v.data(), lse.data(), c.B, c.H, c.T, c.S, c.D, scale, c.causal);
+
+  const auto dQ = Tensor<Space>::from_host(q_shape, dq0), dK = Tensor<Space>::from_host(kv_shape, dk0),
+             dV = Tensor<Space>::from_host(kv_shape, dv0);
+  ops::attention_backward(dQ, dK, dV, dO, Q, K, V, fwd.out, fwd.lse, opt_scale, c.causal);
+  const auto m = backward_bounds(c, scale, q, k, v, dout, out, lse);
+  EXPECT_TRUE(all_close(dQ.to_vector(), want_dq, q_shape, tolerance::attention_dq(c.D, c.S, scale, m)))
+      << Space::name() << " dQ";
+  EXPECT_TRUE(all_close(dK.to_vector(), want_dk, kv_shape, tolerance::attention_dk(c.D, c.T, c.S, scale, m)))
+      << Space::name() << " dK";
+  EXPECT_TRUE(all_close(dV.to_vector(), want_dv, kv_shape, tolerance::attention_dv(c.D, c.T, c.S, m)))
+      << Space::name() << " dV";
+}
+
+class AttentionBackwardParity : public ::testing::TestWithParam<AttentionCase> {};
+
+TEST_P(AttentionBackwardParity, Backward) {
+  const auto& c = GetParam();
+  const auto q = uniform(c.B * c.H * c.T * c.D, -1, 1, name(c) + "q");
+  const auto k = uniform(c.B * c.H * c.S * c.D, -1, 1, name(c) + "k");
+  const auto v = uniform(c.B * c.H * c.S * c.D, -1, 1, name(c) + "v");
+  const auto dout = uniform(c.B * c.H * c.T * c.D, -1, 1, name(c) + "do");
+  for_each_space([&](auto space) { check_attention_backward<typename decltype(space)::type>(c, q, k, v, dout); });
+}
+
+INSTANTIATE_TEST_SUITE_P(Sweep, AttentionBackwardParity, ::testing::ValuesIn(kBackwardCases),
+                         [](const auto& info) { return name(info.param); });
+
+// A row whose scores are all −inf (lse = −inf: nothing attended) gets no gradient and adds none to dK, dV:
+// no NaN from −inf · 0.
+TEST(AttentionBackwardSpecial, FullyMaskedRow) {
+  const AttentionCase c{1, 1, 70, 70, 4, false};
+  auto q = uniform(c.T * c.D, -1, 1, "bwd-inf-q");
+  auto k = uniform(c.S * c.D, -1, 1, "bwd-inf-k");
+  const auto v = uniform(c.S * c.D, -1, 1, "bwd-inf-v");
+  const auto dout = uniform(c.T * c.D, -1, 1, "bwd-inf-do");
+  for (std::int64_t j = 0; j < c.S; ++j) k[j * c.D] = 1.0f;
+  q[5 * c.D] = -std::numeric_limits<float>::infinity();
+  for_each_space([&](auto space) {
+    using Space = typename decltype(space)::type;
+    check_attention_backward<Space>(c, q, k, v, dout);
+    Tensor<Space> dQ({1, 1, 70, 4}), dK({1, 1, 70, 4}), dV({1, 1, 70, 4});
+    const auto Q = Tensor<Space>::from_host({1, 1, 70, 4}, q), K = Tensor<Space>::from_host({1, 1, 70, 4}, k),
+               V = Tensor<Space>::from_host({1, 1, 70, 4}, v);
+    const auto fwd = ops::attention(Q, K, V);
+    ASSERT_EQ(fwd.lse.to_vector()[5], -std::numeric_limits<float>::infinity());
+    ops::attention_backward(dQ, dK, dV, Tensor<Space>::from_host({1, 1, 70, 4}, dout), Q, K, V, fwd.out, fwd.lse);
+    const auto gq = dQ.to_vector(), gk = dK.to_vector(), gv = dV.to_vector();
+    for (std::int64_t d = 0; d < c.D; ++d) EXPECT_EQ(gq[5 * c.D + d], 0.0f) << Space::name();
+    for (std::size_t i = 0; i < gq.size(); ++i) ASSERT_TRUE(std::isfinite(gq[i]) && std::isfinite(gk[i]) && std::isfinite(gv[i]));
+  });
+}
+
+// Causal: a NaN in row j of V (head 0) or K (head 1) is masked for every query t < j. dQ of those rows must
+// be finite and match the oracle; everything the NaN reaches is NaN, as in the oracle.
+TEST(AttentionBackwardSpecial, MaskedNaNDoesNotLeak) {
+  const AttentionCase c{1, 2, 200, 200, 64, true};
+  auto q = uniform(c.B * c.H * c.T * c.D, -1, 1, "bwd-nan-q");
+  auto k = uniform(c.B * c.H * c.S * c.D, -1, 1, "bwd-nan-k");
+  auto v = uniform(c.B * c.H * c.S * c.D, -1, 1, "bwd-nan-v");
+  const auto dout = uniform(c.B * c.H * c.T * c.D, -1, 1, "bwd-nan-do");
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (std::int64_t d = 0; d < c.D; ++d) {
+    v[(0 * c.S + 150) * c.D + d] = nan;
+    k[(1 * c.S + 170) * c.D + d] = nan;
+  }
+  for_each_space([&](auto space) {
+    using Space = typename decltype(space)::type;
+    check_attention_backward<Space>(c, q, k, v, dout);
+    const Shape shape{1, 2, 200, 64};
+    const auto Q = Tensor<Space>::from_host(shape, q), K = Tensor<Space>::from_host(shape, k),
+               V = Tensor<Space>::from_host(shape, v);
+    const auto fwd = ops::attention(Q, K, V, std::nullopt, true);
+    Tensor<Space> dQ(shape);
+    ops::attention_backward(dQ, Tensor<Space>(), Tensor<Space>(), Tensor<Space>::from_host(shape, dout), Q, K, V,
+                            fwd.out, fwd.lse, std::nullopt, true);
+    const auto g = dQ.to_vector();
+    for (std::int64_t t = 0; t < 150; ++t)
+      for (std::int64_t d = 0; d < c.D; ++d) ASSERT_TRUE(std::isfinite(g[t * c.D + d])) << "head 0, t " << t;
+    for (std::int64_t t = 0; t < 170; ++t)
+      for (std::int64_t d = 0; d < c.D; ++d) ASSERT_TRUE(std::isfinite(g[(200 + t) * c.D + d])) << "head 1, t " << t;
+  });
+}
+
+// Any subset of the gradients; the same inputs give bitwise the same gradients on every run (no atomics).
+TEST(AttentionBackwardSpecial, SubsetsAndDeterminism) {
+  const AttentionCase c{1, 3, 150, 150, 64, true};
+  const Shape shape{1, 3, 150, 64};
+  const auto q = uniform(element_count(shape), -1, 1, "det-q"), k = uniform(element_count(shape), -1, 1, "det-k"),
+             v = uniform(element_count(shape), -1, 1, "det-v"), dout = uniform(element_count(shape), -1, 1, "det-do");
+  for_each_space([&](auto space) {
+    using Space = typename decltype(space)::type;
+    const auto Q = Tensor<Space>::from_host(shape, q), K = Tensor<Space>::from_host(shape, k),
+               V = Tensor<Space>::from_host(shape, v), dO = Tensor<Space>::from_host(shape, dout);
+    const auto fwd = ops::attention(Q, K, V, std::nullopt, true);
+    std::vector<std::vector<float>> first;
+    for (int run = 0; run < 3; ++run) {
+      Tensor<Space> dQ(shape), dK(shape), dV(shape);
+      ops::attention_backward(dQ, dK, dV, dO, Q, K, V, fwd.out, fwd.lse, std::nullopt, true);
+      const std::vector<std::vector<float>> got{dQ.to_vector(), dK.to_vector(), dV.to_vector()};
+      if (run == 0) first = got;
+      EXPECT_EQ(got, first) << Space::name() << " run " << run;
+    }
+    // Each gradient alone equals its value from the full call.
+    Tensor<Space> dQ(shape), dK(shape), dV(shape);
+    ops::attention_backward(dQ, Tensor<Space>(), Tensor<Space>(), dO, Q, K, V, fwd.out, fwd.lse, std::nullopt, true);
+    ops::attention_backward(Tensor<Space>(), dK, Tensor<Space>(), dO, Q, K, V, fwd.out, fwd.lse, std::nullopt, true);
+    ops::attention_backward(Tensor<Space>(), Tensor<Space>(), dV, dO, Q, K, V, fwd.out, fwd.lse, std::nullopt, true);
+    EXPECT_EQ(dQ.to_vector(), first[0]) << Space::name();
+    EXPECT_EQ(dK.to_vector(), first[1]) << Space::name();
+    EXPECT_EQ(dV.to_vector(), first[2]) << Space::name();
+  });
+}
+
+TEST(AttentionBackwardErrors, NameTheShapes) {
+  using S = Kokkos::DefaultExecutionSpace;
+  const Tensor<S> q({1, 2, 5, 8}), kv({1, 2, 7, 8}), lse({1, 2, 5});
+  try {
+    ops::attention_backward(Tensor<S>({1, 2, 5, 4}), Tensor<S>(), Tensor<S>(), q, q, kv, kv, q, lse);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "attention_backward: dQ has shape [1, 2, 5, 4], expected [1, 2, 5, 8]");
+  }
+  try {
+    ops::attention_backward(Tensor<S>(), Tensor<S>(), Tensor<S>(), q, q, kv, kv, q, Tensor<S>({1, 2, 7}));
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "attention_backward: lse has shape [1, 2, 7], expected [B,H,T] = [1, 2, 5]");
+  }
+  EXPECT_THROW(ops::attention_backward(Tensor<S>(), Tensor<S>(), Tensor<S>(), q, q, kv, kv, q, lse, std::nullopt, true),
+               Error);
+  EXPECT_THROW(ops::attention_backward(Tensor<S>(), Tensor<S>(), Tensor<S>(), kv, q, kv, kv, q, lse), Error);
 }
 
 TEST(AttentionErrors, NameTheShapes) {

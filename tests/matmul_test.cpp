@@ -1,9 +1,12 @@
-// matmul parity: ptk::ops::matmul (portable kernel and KokkosBlas::gemm) against the oracle.
+// matmul parity: ptk::ops::matmul (portable kernel and KokkosBlas::gemm) and ptk::ops::matmul_backward against
+// the oracle.
+#include <array>
 #include <iostream>
 
 #include "parity.hpp"
 #include "ptk/ops/matmul.hpp"
 #include "ptk/reference/matmul.hpp"
+#include "ptk/reference/matmul_backward.hpp"
 
 namespace ptk::test {
 namespace {
@@ -147,6 +150,113 @@ TEST(MatmulAccuracy, LongKNoWorseThanBlas) {
     std::cout << "[ accuracy ] K=" << K << ": max |error| ptk " << ptk << " u, OpenBLAS " << blas << " u\n";
     EXPECT_LE(ptk, 2.0 * blas + 64.0) << "K=" << K;
   }
+}
+
+// Backward: odd sizes on every axis, all transpose combinations, batched, and both broadcast directions (a
+// shared B, the linear layer: dB sums over the batch, one flattened GEMM when A is not transposed and a loop of
+// GEMMs when it is; a shared A: dA sums over the batch, always the loop), long summed reductions.
+const std::vector<MatmulCase> kBackwardCases = [] {
+  std::vector<MatmulCase> cases;
+  for (std::int64_t n : {1, 3, 17, 127}) cases.push_back({0, 0, n, n, n, false, false});
+  for (auto MNK : std::vector<std::array<std::int64_t, 3>>{{513, 17, 127}, {17, 513, 3}, {3, 127, 513}, {1, 513, 127}})
+    cases.push_back({0, 0, MNK[0], MNK[1], MNK[2], false, false});
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      cases.push_back({0, 0, 17, 127, 33, ta, tb});
+      cases.push_back({3, 3, 127, 17, 65, ta, tb});
+      cases.push_back({4, 0, 33, 129, 17, ta, tb});  // shared B
+      cases.push_back({0, 3, 5, 7, 513, ta, tb});    // shared A
+    }
+  cases.push_back({1, 1, 1, 1, 1, false, false});
+  cases.push_back({1, 0, 3, 17, 5, false, true});
+  cases.push_back({6, 0, 513, 17, 33, false, false});  // dB sums 6·513 rows in one GEMM
+  cases.push_back({0, 5, 3, 257, 127, false, false});  // dA sums 5·257 columns over five GEMMs
+  return cases;
+}();
+
+// dA and dB start from random values: the op must add, not overwrite.
+template <class Space>
+void check_matmul_backward(const MatmulCase& c, bool want_a, bool want_b) {
+  const Shape a_shape = operand_shape(c.batch_a, c.M, c.K, c.trans_a);
+  const Shape b_shape = operand_shape(c.batch_b, c.K, c.N, c.trans_b);
+  const std::int64_t batch = std::max<std::int64_t>({c.batch_a, c.batch_b, 1});
+  Shape c_shape{c.M, c.N};
+  if (c.batch_a > 0 || c.batch_b > 0) c_shape.insert(c_shape.begin(), batch);
+  const auto a = uniform(element_count(a_shape), -1, 1, name(c) + "a");
+  const auto b = uniform(element_count(b_shape), -1, 1, name(c) + "b");
+  const auto dc = uniform(element_count(c_shape), -1, 1, name(c) + "dc");
+  const auto da0 = uniform(element_count(a_shape), -1, 1, name(c) + "da");
+  const auto db0 = uniform(element_count(b_shape), -1, 1, name(c) + "db");
+  auto want_da = da0, want_db = db0;
+  reference::matmul_backward(want_da.data(), want_db.data(), dc.data(), a.data(), b.data(), batch, c.M, c.N, c.K,
+                             c.trans_a, c.trans_b, c.batch_a > 0, c.batch_b > 0);
+
+  const auto da = want_a ? Tensor<Space>::from_host(a_shape, da0) : Tensor<Space>();
+  const auto db = want_b ? Tensor<Space>::from_host(b_shape, db0) : Tensor<Space>();
+  ops::matmul_backward(da, db, Tensor<Space>::from_host(c_shape, dc), Tensor<Space>::from_host(a_shape, a),
+                       Tensor<Space>::from_host(b_shape, b), c.trans_a, c.trans_b);
+  // A broadcast operand's gradient sums over the batch too.
+  const std::int64_t da_len = c.N * (c.batch_a == 0 ? batch : 1), db_len = c.M * (c.batch_b == 0 ? batch : 1);
+  if (want_a)
+    EXPECT_TRUE(all_close(da.to_vector(), want_da, a_shape, tolerance::matmul_backward(da_len))) << Space::name() << " dA";
+  if (want_b)
+    EXPECT_TRUE(all_close(db.to_vector(), want_db, b_shape, tolerance::matmul_backward(db_len))) << Space::name() << " dB";
+}
+
+class MatmulBackwardParity : public ::testing::TestWithParam<MatmulCase> {};
+
+TEST_P(MatmulBackwardParity, Backward) {
+  for_each_space([&](auto space) { check_matmul_backward<typename decltype(space)::type>(GetParam(), true, true); });
+}
+
+INSTANTIATE_TEST_SUITE_P(Sweep, MatmulBackwardParity, ::testing::ValuesIn(kBackwardCases),
+                         [](const auto& info) { return name(info.param); });
+
+// An undefined dA or dB is "not wanted": the other gradient is still computed, and nothing is written for it.
+TEST(MatmulBackward, OneGradientOnly) {
+  for (const auto& c : std::vector<MatmulCase>{{4, 0, 33, 129, 17, false, true}, {0, 3, 5, 7, 513, true, false}})
+    for_each_space([&](auto space) {
+      using Space = typename decltype(space)::type;
+      check_matmul_backward<Space>(c, true, false);
+      check_matmul_backward<Space>(c, false, true);
+    });
+}
+
+// The same inputs give bitwise the same gradients on every run.
+TEST(MatmulBackward, Deterministic) {
+  const MatmulCase c{6, 0, 513, 17, 33, false, false};
+  for_each_space([&](auto space) {
+    using Space = typename decltype(space)::type;
+    const auto A = Tensor<Space>::from_host({6, 513, 33}, uniform(6 * 513 * 33, -1, 1, "det-a"));
+    const auto B = Tensor<Space>::from_host({33, 17}, uniform(33 * 17, -1, 1, "det-b"));
+    const auto dC = Tensor<Space>::from_host({6, 513, 17}, uniform(6 * 513 * 17, -1, 1, "det-c"));
+    std::vector<float> first_a, first_b;
+    for (int run = 0; run < 3; ++run) {
+      Tensor<Space> dA({6, 513, 33}), dB({33, 17});
+      ops::matmul_backward(dA, dB, dC, A, B, c.trans_a, c.trans_b);
+      if (run == 0) first_a = dA.to_vector(), first_b = dB.to_vector();
+      EXPECT_EQ(dA.to_vector(), first_a) << Space::name();
+      EXPECT_EQ(dB.to_vector(), first_b) << Space::name();
+    }
+  });
+}
+
+TEST(MatmulBackward, NameTheShapes) {
+  using S = Kokkos::DefaultExecutionSpace;
+  try {
+    ops::matmul_backward(Tensor<S>({3, 2}), Tensor<S>({2, 5}), Tensor<S>({2, 5}), Tensor<S>({2, 3}), Tensor<S>({3, 5}));
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "matmul_backward: dA has shape [3, 2] but A has shape [2, 3]");
+  }
+  try {
+    ops::matmul_backward(Tensor<S>(), Tensor<S>({3, 5}), Tensor<S>({4, 2, 5}), Tensor<S>({2, 3}), Tensor<S>({3, 5}));
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "matmul_backward: dC has shape [4, 2, 5], op(A) · op(B) has [2, 5]");
+  }
+  EXPECT_THROW(ops::matmul_backward(Tensor<S>(), Tensor<S>(), Tensor<S>({2, 5}), Tensor<S>({2, 4}), Tensor<S>({3, 5})),
+               Error);
 }
 
 template <class Space>

@@ -1,6 +1,7 @@
 #pragma once
 // Every parity tolerance of the suite, in one place; docs/tolerances.md explains each one.
 // A kernel value y passes against the float64 oracle's y_ref when |y - y_ref| <= atol + rtol * |y_ref|.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -75,6 +76,50 @@ inline Tolerance attention(std::int64_t D, std::int64_t S, double score_bound = 
 // lse = max + log(sum): the max carries the score error, log(sum) the sum's relative error r(S).
 inline Tolerance attention_lse(std::int64_t D, std::int64_t S, double score_bound = 1.0) {
   return {attention_score_error(D, score_bound) + reduction(S), 2.0 * u};
+}
+
+// matmul backward: each gradient element is an fp32 sum of `reduction` products (N for dA, M for dB, times the
+// batch where a broadcast operand's gradient is summed over it) added to its old value: the forward's bound at
+// that length (the final += is one more rounding of the result, inside rtol).
+inline Tolerance matmul_backward(std::int64_t reduction) { return matmul(reduction); }
+
+// attention backward. What the test measures per case (inputs, dO and the old gradients in [-1, 1]):
+//   score    b = |scale|·max Σ_d |q_d k_d|, as the forward;   dov  g = max_{t,j} Σ_d |dO_td v_jd| >= |dP|;
+//   drow     r = max_t Σ_d |dO_td O_td| >= |Drow|;           dout_l1 a = max_t Σ_d |dO_td|;
+//   col_sum  c = max_j Σ_t P[t,j] (rows of P sum to 1; a column sums to ~T/S, more for early causal keys).
+struct AttentionBackwardBounds {
+  double score, dov, drow, dout_l1, col_sum;
+};
+// Relative error of one rebuilt probability P = exp(s − lse) (lse is an input, shared with the oracle): the
+// score's error e, the rounding of s − lse (|s − lse| <= 2b + log S), fast_exp, and the product P·(dP − Drow).
+inline double attention_prob_error(std::int64_t D, std::int64_t S, double b) {
+  return attention_score_error(D, b) + fast_exp + u * (2.0 * b + std::log(static_cast<double>(S)) + 4.0);
+}
+// Absolute error of dP − Drow: dP is a length-D dot product, reduction(D)·g; Drow = dO·O reads the forward's O,
+// off by at most the forward's bound errO, which moves Drow by a·errO, plus its own reduction(D)·r.
+inline double attention_dsum_error(std::int64_t D, std::int64_t S, const AttentionBackwardBounds& m) {
+  const Tolerance fwd = attention(D, S, std::max(1.0, m.score));
+  return reduction(D) * (m.dov + m.drow) + m.dout_l1 * (fwd.atol + fwd.rtol);
+}
+// dS = P (dP − Drow) has |dS| <= P·G with G = g + r, and error P·(ε_P·G + dsum error). A gradient sums n such
+// terms times values in [-1, 1] with weights Σ P (c for a key, 1 for a query) and adds reduction(n) of that.
+//   dV[j] = Σ_t P dO_t            (n = T):  c·(ε_P + reduction(T))
+//   dK[j] = scale Σ_t dS Q_t      (n = T):  |scale|·c·((ε_P + reduction(T))·G + dsum error)
+//   dQ[t] = scale Σ_j dS K_j      (n = S):  |scale|·((ε_P + reduction(S))·G + dsum error)
+// rtol 4u: the += into the old value and the final multiplication by scale.
+inline Tolerance attention_dv(std::int64_t D, std::int64_t T, std::int64_t S, const AttentionBackwardBounds& m) {
+  const double ep = attention_prob_error(D, S, std::max(1.0, m.score));
+  return {m.col_sum * (ep + reduction(T)), 4.0 * u};
+}
+inline Tolerance attention_dk(std::int64_t D, std::int64_t T, std::int64_t S, double scale,
+                              const AttentionBackwardBounds& m) {
+  const double ep = attention_prob_error(D, S, std::max(1.0, m.score));
+  return {std::fabs(scale) * m.col_sum * ((ep + reduction(T)) * (m.dov + m.drow) + attention_dsum_error(D, S, m)),
+          4.0 * u};
+}
+inline Tolerance attention_dq(std::int64_t D, std::int64_t S, double scale, const AttentionBackwardBounds& m) {
+  const double ep = attention_prob_error(D, S, std::max(1.0, m.score));
+  return {std::fabs(scale) * ((ep + reduction(S)) * (m.dov + m.drow) + attention_dsum_error(D, S, m)), 4.0 * u};
 }
 
 // embedding backward: dtable[v] += a sequential fp32 sum of the k rows of dout (values in [-1, 1]) that carry id v.

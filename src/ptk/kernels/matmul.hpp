@@ -259,4 +259,60 @@ void matmul_forward(const Tensor3<Space>& c, const ConstTensor3<Space>& a, const
   matmul_forward<Space>(c, a, b, trans_a, trans_b, 1.0f, 0.0f, impl);
 }
 
+// matmul_backward: dC[batch,M,N]; a, b, da, db as stored (a[·,M,K] or [·,K,M] with trans_a; likewise b), batch
+// extent 1 = broadcast. da += (dC·op(b)ᵀ in a's layout), db += (op(a)ᵀ·dC in b's layout); broadcast grads sum over batch.
+//
+// Every product is the GEMM above with beta = 1, so accumulation, determinism and accuracy are the
+// forward's. A gradient summed over the batch is one GEMM over a flattened batch where the batch index
+// and the reduction index are adjacent in memory (b[K,N] shared with a[B,M,K]: Σ_b a[b]ᵀ dC[b] =
+// a[B·M,K]ᵀ · dC[B·M,N]); otherwise (a transposed, or the left operand shared) a loop of accumulating
+// GEMMs over the batch, in batch order. An empty View (data() == nullptr) means "not wanted".
+template <class Space>
+void matmul_backward(const Tensor3<Space>& da, const Tensor3<Space>& db, const ConstTensor3<Space>& dc,
+                     const ConstTensor3<Space>& a, const ConstTensor3<Space>& b, bool trans_a, bool trans_b,
+                     MatmulImpl impl = MatmulImpl::portable) {
+  const int batches = static_cast<int>(dc.extent(0));
+  const int M = static_cast<int>(dc.extent(1)), N = static_cast<int>(dc.extent(2));
+  const int K = static_cast<int>(trans_a ? a.extent(1) : a.extent(2));
+  // Unmanaged [n, rows, cols] view into a buffer: one matrix of a batch, or a flattened batch.
+  const auto cmat = [](const float* p, int n, int rows, int cols) { return ConstTensor3<Space>(p, n, rows, cols); };
+  const std::size_t MN = static_cast<std::size_t>(M) * N, MK = static_cast<std::size_t>(M) * K,
+                    KN = static_cast<std::size_t>(K) * N;
+  if (da.data() != nullptr) {
+    // op(a) gets dC · op(b)ᵀ; stored transposed, a gets op(b) · dCᵀ.
+    const auto gemm = [&](const Tensor3<Space>& dst, const ConstTensor3<Space>& dc_, const ConstTensor3<Space>& b_) {
+      if (!trans_a) matmul_forward<Space>(dst, dc_, b_, false, !trans_b, 1.0f, 1.0f, impl);
+      else matmul_forward<Space>(dst, b_, dc_, trans_b, true, 1.0f, 1.0f, impl);
+    };
+    if (static_cast<int>(da.extent(0)) == batches) {
+      gemm(da, dc, b);  // one gradient per batch (b broadcast by the kernel where shared)
+    } else {
+      // a shared over the batch: the reduction runs over (batch, n), which no row-major view makes
+      // contiguous, so accumulate one batch at a time.
+      const bool b_shared = b.extent(0) == 1;
+      for (int i = 0; i < batches; ++i)
+        gemm(da, cmat(dc.data() + i * MN, 1, M, N),
+             cmat(b.data() + (b_shared ? 0 : i * KN), 1, static_cast<int>(b.extent(1)), static_cast<int>(b.extent(2))));
+    }
+  }
+  if (db.data() != nullptr) {
+    // op(b) gets op(a)ᵀ · dC; stored transposed, b gets dCᵀ · op(a).
+    const auto gemm = [&](const Tensor3<Space>& dst, const ConstTensor3<Space>& a_, const ConstTensor3<Space>& dc_) {
+      if (!trans_b) matmul_forward<Space>(dst, a_, dc_, !trans_a, false, 1.0f, 1.0f, impl);
+      else matmul_forward<Space>(dst, dc_, a_, true, trans_a, 1.0f, 1.0f, impl);
+    };
+    if (static_cast<int>(db.extent(0)) == batches) {
+      gemm(db, a, dc);
+    } else if (!trans_a && a.extent(0) == static_cast<std::size_t>(batches)) {
+      // Σ_batch a[i]ᵀ dC[i] with a[B,M,K]: rows (batch, m) are contiguous in a and in dC.
+      gemm(db, cmat(a.data(), 1, batches * M, K), cmat(dc.data(), 1, batches * M, N));
+    } else {
+      const bool a_shared = a.extent(0) == 1;
+      for (int i = 0; i < batches; ++i)
+        gemm(db, cmat(a.data() + (a_shared ? 0 : i * MK), 1, static_cast<int>(a.extent(1)), static_cast<int>(a.extent(2))),
+             cmat(dc.data() + i * MN, 1, M, N));
+    }
+  }
+}
+
 }  // namespace ptk::kernels

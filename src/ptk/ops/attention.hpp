@@ -4,6 +4,8 @@
 // row's softmax denominator Σ_j exp(scale · q·k_j) over the attended keys (−inf for a row with none),
 // which the backward pass uses to recompute the probabilities. Memory is O(B·H·T·D): the [T,S]
 // score matrix is never stored.
+// attention_backward: dQ, dK, dV += the gradients for an upstream dO, from the forward's O and lse (flash-style:
+// the probabilities are rebuilt tile by tile from lse; memory O(B·H·T·D); deterministic, no atomics).
 #include <cmath>
 #include <optional>
 
@@ -36,6 +38,46 @@ AttentionOutputs<Space> attention(const Tensor<Space>& q, const Tensor<Space>& k
   kernels::attention_forward<Space>(heads(r.out), Matrix<Space>(r.lse.data(), B * H, T), heads(q), heads(k), heads(v),
                                     scale.value_or(1.0f / std::sqrt(static_cast<float>(D))), causal);
   return r;
+}
+
+// dq, dk, dv (shaped as Q, K, V; any may be undefined: not wanted) += the gradients of attention(q, k, v, scale,
+// causal) for the upstream gradient dout (shaped as Q), given its out and lse. A row with lse = −inf (nothing
+// attended) contributes nothing.
+template <class Space>
+void attention_backward(const Tensor<Space>& dq, const Tensor<Space>& dk, const Tensor<Space>& dv,
+                        const Tensor<Space>& dout, const Tensor<Space>& q, const Tensor<Space>& k,
+                        const Tensor<Space>& v, const Tensor<Space>& out, const Tensor<Space>& lse,
+                        std::optional<float> scale = std::nullopt, bool causal = false) {
+  const char* op = "attention_backward";
+  check_tensor(op, "Q", q, 4, 4);
+  check_tensor(op, "K", k, 4, 4);
+  check_tensor(op, "V", v, 4, 4);
+  check_tensor(op, "dO", dout, 4, 4);
+  check_tensor(op, "O", out, 4, 4);
+  check_tensor(op, "lse", lse, 3, 3);
+  const auto shapes = "Q " + to_string(q.shape()) + ", K " + to_string(k.shape()) + ", V " + to_string(v.shape());
+  require(k.shape() == v.shape(), op, ": K and V must have the same shape [B,H,S,D], got ", shapes);
+  require(q.dim(0) == k.dim(0) && q.dim(1) == k.dim(1) && q.dim(3) == k.dim(3), op,
+          ": Q [B,H,T,D] and K [B,H,S,D] must agree in B, H and D, got ", shapes);
+  const auto B = q.dim(0), H = q.dim(1), T = q.dim(2), D = q.dim(3);
+  require(!causal || T == k.dim(2), op, ": causal needs T == S, got ", shapes);
+  require(dout.shape() == q.shape(), op, ": dO has shape ", to_string(dout.shape()), " but Q has shape ",
+          to_string(q.shape()));
+  require(out.shape() == q.shape(), op, ": O has shape ", to_string(out.shape()), " but Q has shape ",
+          to_string(q.shape()));
+  require(lse.shape() == Shape{B, H, T}, op, ": lse has shape ", to_string(lse.shape()), ", expected [B,H,T] = ",
+          to_string(Shape{B, H, T}));
+  const auto grad = [&](const char* name, const Tensor<Space>& g, const Tensor<Space>& like) {
+    if (!g.defined()) return Tensor3<Space>();
+    require(g.shape() == like.shape(), op, ": ", name, " has shape ", to_string(g.shape()), ", expected ",
+            to_string(like.shape()));
+    return Tensor3<Space>(g.data(), B * H, g.dim(2), g.dim(3));
+  };
+  const auto gq = grad("dQ", dq, q), gk = grad("dK", dk, k), gv = grad("dV", dv, v);
+  const auto heads = [&](const Tensor<Space>& t) { return ConstTensor3<Space>(t.data(), B * H, t.dim(2), t.dim(3)); };
+  kernels::attention_backward<Space>(gq, gk, gv, heads(dout), heads(q), heads(k), heads(v), heads(out),
+                                     ConstMatrix<Space>(lse.data(), B * H, T),
+                                     scale.value_or(1.0f / std::sqrt(static_cast<float>(D))), causal);
 }
 
 }  // namespace ptk::ops

@@ -2,6 +2,8 @@
 // matmul: C = op(A) · op(B) for A[M,K] or [B,M,K] and B[K,N] or [B,K,N] (transposed storage with
 // trans_a / trans_b); a rank-2 operand is broadcast over the other's batch. C is [M,N] or [B,M,N].
 // matmul_accumulate: C = alpha · op(A) · op(B) + beta · C in place (defaults: C += op(A) · op(B)).
+// matmul_backward: dA += dC · op(B)ᵀ and dB += op(A)ᵀ · dC, each in its operand's stored layout; a rank-2
+// operand used against a rank-3 one gets its gradient summed over the batch.
 #include "ptk/kernels/matmul.hpp"
 #include "ptk/ops/checks.hpp"
 
@@ -53,6 +55,27 @@ void matmul_accumulate(const Tensor<Space>& c, const Tensor<Space>& a, const Ten
           to_string(c_shape));
   kernels::matmul_forward<Space>(c.batched_matrices(), a.batched_matrices(), b.batched_matrices(), trans_a, trans_b,
                                  alpha, beta, impl);
+}
+
+// Gradients of C = op(A) · op(B), accumulated: dA (shaped as A) += the gradient of A, dB (shaped as B) +=
+// the gradient of B, for dC shaped as C. An undefined (default-constructed) dA or dB is not computed.
+// Deterministic: every product is the portable GEMM with beta = 1 (ptk::kernels::matmul_backward).
+template <class Space>
+void matmul_backward(const Tensor<Space>& da, const Tensor<Space>& db, const Tensor<Space>& dc, const Tensor<Space>& a,
+                     const Tensor<Space>& b, bool trans_a = false, bool trans_b = false) {
+  const Shape c_shape = detail::matmul_shape("matmul_backward", a, b, trans_a, trans_b);
+  check_tensor("matmul_backward", "dC", dc, 2, 3);
+  require(dc.shape() == c_shape, "matmul_backward: dC has shape ", to_string(dc.shape()), ", op(A) · op(B) has ",
+          to_string(c_shape));
+  if (da.defined())
+    require(da.shape() == a.shape(), "matmul_backward: dA has shape ", to_string(da.shape()), " but A has shape ",
+            to_string(a.shape()));
+  if (db.defined())
+    require(db.shape() == b.shape(), "matmul_backward: dB has shape ", to_string(db.shape()), " but B has shape ",
+            to_string(b.shape()));
+  kernels::matmul_backward<Space>(da.defined() ? da.batched_matrices() : Tensor3<Space>(),
+                                  db.defined() ? db.batched_matrices() : Tensor3<Space>(), dc.batched_matrices(),
+                                  a.batched_matrices(), b.batched_matrices(), trans_a, trans_b);
 }
 
 }  // namespace ptk::ops
