@@ -55,20 +55,6 @@ inline void matmul_backward(T* da, T* db, const T* dc, const T* a, const T* b, s
     }
 }
 
-// Residual add Y = A + B (same shape): dA += dY, dB += dY. Either may be nullptr.
-template <class T>
-inline void add_backward(T* da, T* db, const T* dy, std::int64_t n) {
-    for (std::int64_t i = 0; i < n; ++i) {
-        if (da) da[i] = static_cast<T>(static_cast<double>(da[i]) + static_cast<double>(dy[i]));
-        if (db) db[i] = static_cast<T>(static_cast<double>(db[i]) + static_cast<double>(dy[i]));
-    }
-}
-
-// Residual add forward, for completeness (and the gradient check): Y = A + B.
-template <class T>
-inline void add_forward(T* y, const T* a, const T* b, std::int64_t n) {
-    for (std::int64_t i = 0; i < n; ++i) y[i] = static_cast<T>(static_cast<double>(a[i]) + static_cast<double>(b[i]));
-}
 
 }  // namespace reference
 }  // namespace ptk

@@ -3,6 +3,7 @@
 // Backward passes (templated on float/double, accumulating +=) in *_backward.hpp; embedding, cross_entropy, rope.
 #pragma once
 
+#include "ptk/reference/add.hpp"
 #include "ptk/reference/attention.hpp"
 #include "ptk/reference/gelu.hpp"
 #include "ptk/reference/layernorm.hpp"
