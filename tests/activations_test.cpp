@@ -1,8 +1,10 @@
-// gelu and silu parity against the oracle, over odd sizes and the values where they saturate.
+// gelu and silu parity (forward and backward) against the oracle, over odd sizes and the values where
+// they saturate.
 #include <limits>
 
 #include "parity.hpp"
 #include "ptk/ops/activations.hpp"
+#include "ptk/reference/activations_backward.hpp"
 #include "ptk/reference/gelu.hpp"
 #include "ptk/reference/silu.hpp"
 
@@ -23,6 +25,7 @@ const std::vector<ActivationCase> kCases = [] {
   for (auto op : {Activation::gelu, Activation::silu}) {
     for (std::int64_t n : {1, 3, 17, 127, 513, 4099}) cases.push_back({op, {n}});
     cases.push_back({op, {3, 17, 127}});
+    cases.push_back({op, {65537}});
   }
   return cases;
 }();
@@ -69,8 +72,59 @@ TEST_P(ActivationParity, Forward) {
   for_each_space([&](auto space) { check_activation<typename decltype(space)::type>(GetParam()); });
 }
 
+// dX += dY · f'(X) from random dX (0 on the special values at the front, so that tiny and signed-zero
+// derivatives show) and random dY, against tolerance::activation_backward, whose terms the test
+// forms in double from the input: s = σ(−a), t = x·a'·s(1 − s), a = the kernel's exp argument.
+template <class Space>
+void check_activation_backward(const ActivationCase& c) {
+  const auto x = make_input(c);
+  const auto n = static_cast<std::int64_t>(x.size());
+  const auto dy = uniform(n, -1, 1, name(c) + "dy");
+  auto dx0 = uniform(n, -1, 1, name(c) + "dx");
+  for (std::size_t i = 0; i < 16 && i < dx0.size(); ++i) dx0[i] = 0.0f;
+  auto want = dx0;
+  const bool gelu = c.op == Activation::gelu;
+  if (gelu) reference::gelu_backward(want.data(), x.data(), dy.data(), n);
+  else reference::silu_backward(want.data(), x.data(), dy.data(), n);
+  const auto dX = Tensor<Space>::from_host(c.shape, dx0);
+  if (gelu) ops::gelu_backward(dX, Tensor<Space>::from_host(c.shape, x), Tensor<Space>::from_host(c.shape, dy));
+  else ops::silu_backward(dX, Tensor<Space>::from_host(c.shape, x), Tensor<Space>::from_host(c.shape, dy));
+  EXPECT_TRUE(all_close(dX.to_vector(), want, c.shape, [&](std::size_t i) {
+    const double v = x[i];
+    const double k = 2 * 0.7978845608028654;
+    const double a = gelu ? -k * (v + 0.044715 * v * v * v) : -v;
+    const double da = gelu ? k * (1 + 3 * 0.044715 * v * v) : 1.0;
+    const double e = std::exp(-std::fabs(a)), d = 1 / (1 + e);  // e^-|a|, 1 / (1 + e^-|a|)
+    const double s = a <= 0 ? d : e * d, s1s = e * d * d;  // σ(−a), σ(−a)(1 − σ(−a))
+    const double t = std::isfinite(v) ? v * da * s1s : 0.0;
+    const double lost = std::fabs(a) > 87.3365 ? std::fabs(dy[i]) * (std::fabs(t) + e * d) : 0.0;
+    const double arg_error = gelu ? 6 * tolerance::u * std::fmin(1e30, std::fabs(a)) : 0.0;
+    return tolerance::activation_backward(std::fabs(dy[i]), s1s, s, std::fabs(t), arg_error, lost).allowed(want[i]);
+  })) << Space::name();
+}
+
+TEST_P(ActivationParity, Backward) {
+  for_each_space([&](auto space) { check_activation_backward<typename decltype(space)::type>(GetParam()); });
+}
+
 INSTANTIATE_TEST_SUITE_P(Sweep, ActivationParity, ::testing::ValuesIn(kCases),
                          [](const auto& info) { return name(info.param); });
+
+TEST(ActivationErrors, NameTheShapes) {
+  using S = Kokkos::DefaultExecutionSpace;
+  try {
+    ops::gelu_backward(Tensor<S>({3, 4}), Tensor<S>({3, 4}), Tensor<S>({12}));
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "gelu_backward: dY has shape [12] but X has shape [3, 4]");
+  }
+  try {
+    ops::silu_backward(Tensor<S>({4, 3}), Tensor<S>({3, 4}), Tensor<S>({3, 4}));
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "silu_backward: dX has shape [4, 3] but X has shape [3, 4]");
+  }
+}
 
 }  // namespace
 }  // namespace ptk::test

@@ -1,8 +1,11 @@
-// rmsnorm parity: ptk::ops::rmsnorm (out, rstd) against the oracle.
+// rmsnorm parity: ptk::ops::rmsnorm (out, rstd) and rmsnorm_backward (dX, dweight) against the oracle.
+#include <cstring>
+
 #include "hard_rows.hpp"
 #include "parity.hpp"
 #include "ptk/ops/rmsnorm.hpp"
 #include "ptk/reference/rmsnorm.hpp"
+#include "ptk/reference/rmsnorm_backward.hpp"
 
 namespace ptk::test {
 namespace {
@@ -21,6 +24,8 @@ const std::vector<RmsnormCase> kCases = [] {
     for (std::int64_t cols : {1, 3, 17, 127, 513, 768}) cases.push_back({{rows, cols}, 1e-5f, false});
   cases.push_back({{2, 17, 127}, 1e-6f, false});
   cases.push_back({{5}, 1e-5f, false});
+  cases.push_back({{1, 65537}, 1e-5f, false});
+  cases.push_back({{300, 64}, 1e-5f, false});  // many rows per partial row of dweight
   cases.push_back({{17, 513}, 1e-5f, true});
   return cases;
 }();
@@ -43,7 +48,59 @@ void check_rmsnorm(const RmsnormCase& c) {
 // gtest and ctest show the case by its name, not its bytes.
 void PrintTo(const RmsnormCase& c, std::ostream* os) { *os << name(c); }
 
+// The backward from random dX, dweight and dY, for the oracle forward's rstd, against
+// tolerance::normalization_backward per element (x̂ = x rstd, no mean(g) term) and tolerance::column_sum.
+template <class Space>
+void check_rmsnorm_backward(const std::vector<float>& x, const Shape& shape, const std::vector<float>& weight,
+                            const std::vector<float>& rstd, const std::string& seed) {
+  const auto cols = shape.back(), rows = element_count(shape) / cols;
+  const auto n = static_cast<std::size_t>(rows * cols);
+  const auto dy = uniform(element_count(shape), -1, 1, seed + "dy");
+  const auto dx0 = uniform(element_count(shape), -1, 1, seed + "dx");
+  const auto dweight0 = uniform(cols, -1, 1, seed + "dweight");
+  auto want_dx = dx0, want_dweight = dweight0;
+  reference::rmsnorm_backward(want_dx.data(), want_dweight.data(), dy.data(), x.data(), weight.data(), rstd.data(), rows,
+                              cols);
+  std::vector<double> magnitude(n), sum_dweight(static_cast<std::size_t>(cols));
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const double rs = rstd[static_cast<std::size_t>(r)];
+    double sum_gx = 0;
+    for (std::int64_t j = 0; j < cols; ++j) {
+      const auto i = static_cast<std::size_t>(r * cols + j);
+      const double xh = x[i] * rs, g = static_cast<double>(dy[i]) * weight[static_cast<std::size_t>(j)];
+      sum_gx += std::fabs(g * xh);
+      sum_dweight[static_cast<std::size_t>(j)] += std::fabs(dy[i] * xh);
+    }
+    for (std::int64_t j = 0; j < cols; ++j) {
+      const auto i = static_cast<std::size_t>(r * cols + j);
+      const double xh = x[i] * rs, g = static_cast<double>(dy[i]) * weight[static_cast<std::size_t>(j)];
+      magnitude[i] = rs * (std::fabs(g) + std::fabs(xh) * sum_gx / cols);
+    }
+  }
+  const auto dX = Tensor<Space>::from_host(shape, dx0);
+  const auto dweight = Tensor<Space>::from_host({cols}, dweight0);
+  ops::rmsnorm_backward(dX, dweight, Tensor<Space>::from_host(shape, dy), Tensor<Space>::from_host(shape, x),
+                        Tensor<Space>::from_host({cols}, weight), Tensor<Space>::from_host({rows}, rstd));
+  EXPECT_TRUE(all_close(dX.to_vector(), want_dx, shape, [&](std::size_t i) {
+    return tolerance::normalization_backward(cols, magnitude[i]).allowed(want_dx[i]);
+  })) << Space::name() << " dX";
+  EXPECT_TRUE(all_close(dweight.to_vector(), want_dweight, {cols}, [&](std::size_t j) {
+    return tolerance::column_sum(rows, sum_dweight[j], 0x1p-52).allowed(want_dweight[j]);
+  })) << Space::name() << " dweight";
+}
+
 class RmsnormParity : public ::testing::TestWithParam<RmsnormCase> {};
+
+TEST_P(RmsnormParity, Backward) {
+  const auto& c = GetParam();
+  const auto cols = c.shape.back(), rows = element_count(c.shape) / cols;
+  auto x = uniform(element_count(c.shape), -2, 2, name(c));
+  if (c.zero_rows) std::fill(x.begin(), x.end(), 0.0f);
+  const auto weight = uniform(cols, -1, 1, name(c) + "weight");
+  std::vector<float> y(x.size()), rstd(static_cast<std::size_t>(rows));
+  reference::rmsnorm_forward(y.data(), rstd.data(), x.data(), weight.data(), rows, cols, c.eps);
+  for_each_space([&](auto space) { check_rmsnorm_backward<typename decltype(space)::type>(x, c.shape, weight, rstd, name(c)); });
+}
 
 TEST_P(RmsnormParity, Forward) {
   for_each_space([&](auto space) { check_rmsnorm<typename decltype(space)::type>(GetParam()); });
@@ -71,6 +128,16 @@ TEST_P(RmsnormHardRows, Forward) {
   });
 }
 
+TEST_P(RmsnormHardRows, Backward) {
+  const auto& c = GetParam();
+  const auto cols = c.shape.back(), rows = element_count(c.shape) / cols;
+  const auto x = offset_normal(element_count(c.shape), 1000.0f, c.label);
+  const auto weight = uniform(cols, -1, 1, c.label + "weight");
+  std::vector<float> y(x.size()), rstd(static_cast<std::size_t>(rows));
+  reference::rmsnorm_forward(y.data(), rstd.data(), x.data(), weight.data(), rows, cols, 1e-5f);
+  for_each_space([&](auto space) { check_rmsnorm_backward<typename decltype(space)::type>(x, c.shape, weight, rstd, c.label); });
+}
+
 INSTANTIATE_TEST_SUITE_P(Hard, RmsnormHardRows, ::testing::ValuesIn(hard_rows()),
                          [](const auto& info) { return info.param.label; });
 
@@ -82,6 +149,44 @@ TEST(RmsnormErrors, NameTheShapes) {
   } catch (const Error& e) {
     EXPECT_STREQ(e.what(), "rmsnorm: weight must have rank 1, got shape [4, 8]");
   }
+  const Tensor<S> x({4, 8}), v8({8}), stats({4});
+  try {
+    ops::rmsnorm_backward(x, v8, x, x, v8, Tensor<S>({2, 3}));
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "rmsnorm_backward: rstd has shape [2, 3] (6 values) but X of shape [4, 8] has 4 rows");
+  }
+  try {
+    ops::rmsnorm_backward(x, v8, Tensor<S>({4, 7}), x, v8, stats);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "rmsnorm_backward: dY has shape [4, 7] but X has shape [4, 8]");
+  }
+  EXPECT_THROW(ops::rmsnorm_backward(x, Tensor<S>({9}), x, x, v8, stats), Error);
+}
+
+// dweight without atomics: bitwise the same run to run and on every host space (see LayernormBackward).
+TEST(RmsnormBackward, Deterministic) {
+  const Shape shape{1000, 257};
+  const auto x = uniform(element_count(shape), -2, 2, "det x"), dy = uniform(element_count(shape), -1, 1, "det dy");
+  const auto weight = uniform(257, -1, 1, "det weight");
+  std::vector<std::vector<float>> results;
+  for_each_space([&](auto space) {
+    using Space = typename decltype(space)::type;
+    if (!Kokkos::SpaceAccessibility<Space, Kokkos::HostSpace>::accessible) return;
+    const auto X = Tensor<Space>::from_host(shape, x), w = Tensor<Space>::from_host({257}, weight);
+    const auto fwd = ops::rmsnorm(X, w);
+    for (int run = 0; run < 2; ++run) {
+      Tensor<Space> dX(shape), dweight({257});
+      ops::rmsnorm_backward(dX, dweight, Tensor<Space>::from_host(shape, dy), X, w, fwd.rstd);
+      auto all = dX.to_vector();
+      const auto v = dweight.to_vector();
+      all.insert(all.end(), v.begin(), v.end());
+      results.push_back(all);
+    }
+  });
+  for (std::size_t k = 1; k < results.size(); ++k)
+    EXPECT_EQ(0, std::memcmp(results[k].data(), results[0].data(), results[0].size() * sizeof(float))) << "result " << k;
 }
 
 }  // namespace

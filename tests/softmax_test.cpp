@@ -1,4 +1,5 @@
-// softmax parity: ptk::ops::softmax against the oracle, including masks, ±1e4 inputs, -inf and NaN rows.
+// softmax parity: ptk::ops::softmax and softmax_backward against the oracle, including masks, ±1e4
+// inputs, -inf and NaN rows, a 65537-wide row and the hard rows.
 #include <algorithm>
 #include <limits>
 
@@ -6,6 +7,7 @@
 #include "parity.hpp"
 #include "ptk/ops/softmax.hpp"
 #include "ptk/reference/softmax.hpp"
+#include "ptk/reference/softmax_backward.hpp"
 
 namespace ptk::test {
 namespace {
@@ -35,6 +37,7 @@ const std::vector<SoftmaxCase> kCases = [] {
     for (std::int64_t cols : {1, 3, 17, 127, 513}) cases.push_back({{rows, cols}, 1.0f, false, Fill::uniform});
   cases.push_back({{2, 3, 1000}, 0.125f, false, Fill::uniform});
   cases.push_back({{17, 4099}, -0.5f, false, Fill::uniform});
+  cases.push_back({{1, 65537}, 1.0f, false, Fill::uniform});
   for (std::int64_t t : {1, 3, 17, 127}) cases.push_back({{2, t, t}, 0.125f, true, Fill::uniform});
   cases.push_back({{2, 3, 65, 65}, 1.0f, true, Fill::uniform});
   cases.push_back({{17, 513}, 1.0f, false, Fill::large});
@@ -82,6 +85,41 @@ TEST_P(SoftmaxParity, Forward) {
 INSTANTIATE_TEST_SUITE_P(Sweep, SoftmaxParity, ::testing::ValuesIn(kCases),
                          [](const auto& info) { return name(info.param); });
 
+// dX (starting from random values) += the backward of Y = softmax(scale X) for a random dY, against the
+// oracle fed the oracle's Y; tolerance::softmax_backward per element from the row's dot product.
+template <class Space>
+void check_softmax_backward(const std::vector<float>& y, const Shape& shape, float scale, const std::string& seed) {
+  const auto cols = shape.back(), rows = element_count(shape) / cols;
+  const auto dy = uniform(element_count(shape), -1, 1, seed + "dy");
+  const auto dx0 = uniform(element_count(shape), -1, 1, seed + "dx");
+  auto want = dx0;
+  reference::softmax_backward(want.data(), y.data(), dy.data(), rows, cols, scale);
+  std::vector<double> dot(static_cast<std::size_t>(rows)), sum_abs(dot.size());
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t j = 0; j < cols; ++j) {
+      const auto i = static_cast<std::size_t>(r * cols + j);
+      dot[static_cast<std::size_t>(r)] += static_cast<double>(y[i]) * dy[i];
+      sum_abs[static_cast<std::size_t>(r)] += std::fabs(static_cast<double>(y[i]) * dy[i]);
+    }
+  const auto dX = Tensor<Space>::from_host(shape, dx0);
+  ops::softmax_backward(dX, Tensor<Space>::from_host(shape, y), Tensor<Space>::from_host(shape, dy), scale);
+  EXPECT_TRUE(all_close(dX.to_vector(), want, shape, [&](std::size_t i) {
+    const auto r = i / static_cast<std::size_t>(cols);
+    return tolerance::softmax_backward(cols, std::fabs(static_cast<double>(scale) * y[i]), std::fabs(dy[i]),
+                                       std::fabs(dot[r]), sum_abs[r])
+        .allowed(want[i]);
+  })) << Space::name() << " dX";
+}
+
+TEST_P(SoftmaxParity, Backward) {
+  const auto& c = GetParam();
+  const auto x = make_input(c);
+  const auto cols = c.shape.back(), rows = element_count(c.shape) / cols;
+  std::vector<float> y(x.size());
+  reference::softmax_forward(y.data(), x.data(), rows, cols, c.scale, c.causal);
+  for_each_space([&](auto space) { check_softmax_backward<typename decltype(space)::type>(y, c.shape, c.scale, name(c)); });
+}
+
 // 1000 + N(0,1) rows, 768 and 2^20 wide, against tolerance::softmax_row.
 class SoftmaxHardRows : public ::testing::TestWithParam<HardRows> {};
 
@@ -101,6 +139,15 @@ TEST_P(SoftmaxHardRows, Forward) {
     const auto Y = ops::softmax(Tensor<Space>::from_host(c.shape, x), 1.0f, false);
     EXPECT_TRUE(all_close(Y.to_vector(), want, c.shape, tolerance::softmax_row(cols, spread))) << Space::name();
   });
+}
+
+TEST_P(SoftmaxHardRows, Backward) {
+  const auto& c = GetParam();
+  const auto cols = c.shape.back(), rows = element_count(c.shape) / cols;
+  const auto x = offset_normal(element_count(c.shape), 1000.0f, c.label);
+  std::vector<float> y(x.size());
+  reference::softmax_forward(y.data(), x.data(), rows, cols, 1.0f, false);
+  for_each_space([&](auto space) { check_softmax_backward<typename decltype(space)::type>(y, c.shape, 1.0f, c.label); });
 }
 
 INSTANTIATE_TEST_SUITE_P(Hard, SoftmaxHardRows, ::testing::ValuesIn(hard_rows()),
@@ -133,6 +180,14 @@ TEST(SoftmaxErrors, NameTheShapes) {
     EXPECT_STREQ(e.what(), "softmax: X must have rank at least 2, got shape [5]");
   }
   EXPECT_THROW(ops::softmax(Tensor<S>()), Error);
+  try {
+    ops::softmax_backward(Tensor<S>({2, 4}), Tensor<S>({2, 4}), Tensor<S>({2, 5}));
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "softmax_backward: dY has shape [2, 5] but Y has shape [2, 4]");
+  }
+  EXPECT_THROW(ops::softmax_backward(Tensor<S>({4, 2}), Tensor<S>({2, 4}), Tensor<S>({2, 4})), Error);
+  EXPECT_THROW(ops::softmax_backward(Tensor<S>(), Tensor<S>({2, 4}), Tensor<S>({2, 4})), Error);
 }
 
 }  // namespace

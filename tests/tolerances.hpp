@@ -65,6 +65,43 @@ inline Tolerance softmax_row(std::int64_t cols, double spread) {
 // +x, *sqrt(2/pi)), so d <= ~5 u |v|, and 6 u |v| covers it; the rest is a few ulps of exp and /.
 inline Tolerance activation(double exp_argument) { return {tiny, u * (8.0 + 6.0 * std::fabs(exp_argument))}; }
 
+// Backward passes accumulate: dX += g. Each adds one rounding of the sum (u |dX_new|) to g's own
+// error, and the oracle's result is itself a rounding of its float64 value (u): rtol 2u below.
+
+// softmax backward, per element: g = scale·y·(dy − dot), dot = Σ y·dy a compensated row sum, off by
+// (row_reduction(n) + u)·Σ|y dy| (the products round once each) plus its rounding to fp32, u |dot|;
+// the subtraction and two products round once each. With scale_y = |scale·y|:
+inline Tolerance softmax_backward(std::int64_t cols, double scale_y, double abs_dy, double abs_dot, double sum_abs_ydy) {
+  return {tiny + scale_y * ((row_reduction(cols) + u) * sum_abs_ydy + 4.0 * u * (abs_dy + abs_dot)), 2.0 * u};
+}
+
+// layernorm / rmsnorm backward dX, per element: dx += r (g − mean(g) − x̂ mean(g x̂)), g = dy·γ, x̂ = (x − mean) r
+// (rmsnorm: x r, and no mean(g) term). The two row means carry a compensated reduction error
+// row_reduction(n) of Σ|g|/n and Σ|g x̂|/n plus a few roundings of their terms (x̂: 2u, g: u, g x̂: u) and
+// of themselves; the expression adds five more. All are bounded by (row_reduction(n) + 10u) times
+// magnitude = r (|g| + Σ|g|/n + |x̂| Σ|g x̂|/n), computed by the test per element.
+inline Tolerance normalization_backward(std::int64_t cols, double magnitude) {
+  return {tiny + (row_reduction(cols) + 10.0 * u) * magnitude, 2.0 * u};
+}
+
+// dgamma, dbeta, dweight: a column sum over the rows of terms t formed in fp32 with `term_error` relative
+// error (dgamma: dy·x̂, x̂ carrying 2u and the product taken in double: 2u; dbeta: dy, exact; rmsnorm's
+// dweight: dy·x·r in double, exact to 2⁻⁵²), summed in double (rows·2⁻⁵³ of Σ|t|) and rounded once.
+inline Tolerance column_sum(std::int64_t rows, double sum_abs_terms, double term_error) {
+  return {tiny + (term_error + static_cast<double>(rows) * 0x1p-53) * sum_abs_terms, 2.0 * u};
+}
+
+// gelu / silu backward, per element: dx += dy·(s + t), s = σ(−a), t = x·a'·s(1 − s), a the exp argument
+// (gelu: −2√(2/π)(x + 0.044715x³), silu: −x). An error δ in a (gelu: 6u|a|, five roundings as in the
+// forward; silu: exact) moves s by s(1 − s)·δ and t by |t|·δ; exp, 1/(1 + E), a', the products and the
+// sum add ~14u of |s| + |t| (16u allowed). Where exp(−|a|) underflows (|a| > 87.34, fast_exp flushes
+// below FLT_MIN) the kernel drops t and the small one of s, 1 − s: `lost` is their size (< 1e-35·|dy|).
+inline Tolerance activation_backward(double abs_dy, double s_times_1_minus_s, double abs_s, double abs_t,
+                                     double exp_argument_error, double lost) {
+  return {tiny + lost + abs_dy * ((s_times_1_minus_s + abs_t) * exp_argument_error + 16.0 * u * (abs_s + abs_t)),
+          2.0 * u};
+}
+
 // attention: a score s = scale * q·k is a length-D fp32 dot product (q pre-scaled: one more
 // rounding), so its error is about (r(D) + 2u) * score_bound with score_bound = |scale| * sum_d |q_d k_d|.
 // An error e in a score moves its probability by e relative and so the output, a convex combination

@@ -1,6 +1,8 @@
 #pragma once
 // gelu_forward: out[n] = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), the tanh form of GPT-2,
 // evaluated as x / (1 + exp(-2u)) (the same function) so that large negative x does not cancel.
+// gelu_backward: inp, dout [n] -> dinp[n] += dout · gelu'(x), gelu'(x) = s + x · 2u' · s (1 - s),
+// s = σ(2u), u = sqrt(2/pi) (x + 0.044715 x^3), u' = sqrt(2/pi) (1 + 3 · 0.044715 x^2).
 #include <Kokkos_Core.hpp>
 
 #include <cfloat>
@@ -37,6 +39,44 @@ void gelu_forward(const Vector<Space>& out, const ConstVector<Space>& inp) {
           for (int l = 0; l < B; ++l) y[begin + l] = gelu_value(x[begin + l]);
         } else {
           for (std::size_t i = begin; i < n; ++i) y[i] = gelu_value(x[i]);
+        }
+      });
+}
+
+// gelu'(v). With a = -2u (the forward's exp argument), E = e^-|a| <= 1 and D = 1 / (1 + E):
+// s = σ(-a) is D for a <= 0 and E·D for a > 0, and s (1 - s) = E·D² either way, so nothing
+// cancels and exp never overflows. Where |a| > 87.34, E is flushed to 0 (fast_exp_nonpositive) and
+// the second term, below ~1e-35, is dropped as v · 0: that keeps v · 2u' (which overflows for huge
+// v) out of the product, and gives NaN for v = ±inf as the float64 oracle (and PyTorch) do.
+KOKKOS_INLINE_FUNCTION float gelu_grad(float v) {
+  constexpr float two_c = 2.0f * 0.7978845608028654f;
+  const float v2 = v * v;
+  const float a = -two_c * (v + 0.044715f * v2 * v);
+  const float da = two_c * (1.0f + 3.0f * 0.044715f * v2);  // -da/dv
+  const float abs_a = a < 0.0f ? -a : a;
+  const float e = fast_exp_nonpositive(-abs_a);
+  const float d = 1.0f / (1.0f + e);
+  const float s = a <= 0.0f ? d : e * d;
+  const float t = abs_a > 87.3365479f ? v * 0.0f : v * da * (e * d * d);
+  return s + t;
+}
+
+template <class Space>
+void gelu_backward(const Vector<Space>& dinp, const ConstVector<Space>& inp, const ConstVector<Space>& dout) {
+  constexpr int B = RowTraits<Space>::elementwise_block;
+  const std::size_t n = inp.extent(0);
+  const float* x = inp.data();
+  const float* dy = dout.data();
+  float* dx = dinp.data();
+  Kokkos::parallel_for(
+      "ptk::gelu_backward", Kokkos::RangePolicy<Space>(0, (n + B - 1) / B), KOKKOS_LAMBDA(const std::size_t block) {
+        const std::size_t begin = block * B;
+        if (begin + B <= n) {
+          float t[B];  // formed before any store: no runtime check of dx against x and dy
+          for (int l = 0; l < B; ++l) t[l] = dx[begin + l] + dy[begin + l] * gelu_grad(x[begin + l]);
+          for (int l = 0; l < B; ++l) dx[begin + l] = t[l];
+        } else {
+          for (std::size_t i = begin; i < n; ++i) dx[i] += dy[i] * gelu_grad(x[i]);
         }
       });
 }

@@ -1,6 +1,8 @@
 #pragma once
 // layernorm_forward: out[R,N] = (inp - mean) * rstd * weight[N] + bias[N] over the last dim, with
 // mean[R] and rstd[R] = 1/sqrt(var + eps) (biased variance) saved for the backward pass.
+// layernorm_backward: dout, inp [R,N], weight[N], mean, rstd [R] -> dinp[R,N], dweight[N], dbias[N], all +=;
+// x̂ = (inp - mean) rstd, g = dout weight: dinp += rstd (g - mean_j g - x̂ mean_j(g x̂)), dweight += Σ_r dout x̂, dbias += Σ_r dout.
 #include <Kokkos_Core.hpp>
 
 #include "ptk/core/compat.hpp"
@@ -79,6 +81,113 @@ void layernorm_forward(const Matrix<Space>& out, const Vector<Space>& mean, cons
   const int rows = static_cast<int>(inp.extent(0));
   Kokkos::parallel_for("ptk::layernorm_forward", RowTraits<Space>::policy(rows),
                        LayernormForward<Space>{out, mean, rstd, inp, weight, bias, eps});
+}
+
+// Rows are mapped as in the forward pass, but blocked for the column sums (ColumnPartials in
+// row_traits.hpp): a team owns a block of rows, each of its threads a partial row of dweight and
+// dbias (in double). Three sweeps per row: the two row sums (blocked compensated, lane_sum), the
+// row comes from memory; then dinp and the partials, the row still in L1/L2.
+template <class Space>
+struct LayernormBackward {
+  using Team = typename Kokkos::TeamPolicy<Space>::member_type;
+  using Traits = RowTraits<Space>;
+  Matrix<Space> dinp;
+  Kokkos::View<double**, Kokkos::LayoutRight, Space> partial;  // [partials, 2 N]: dweight, then dbias
+  ConstMatrix<Space> dout, inp;
+  ConstVector<Space> weight, mean, rstd;
+  int rows_per_block;
+
+  KOKKOS_INLINE_FUNCTION void operator()(const Team& team) const {
+    const int rows = static_cast<int>(inp.extent(0)), cols = static_cast<int>(inp.extent(1));
+    const int first = team.league_rank() * rows_per_block;
+    const int last = first + rows_per_block < rows ? first + rows_per_block : rows;
+    const int threads = team.team_size();
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, threads), [&](int t) {
+      double* pw = &partial(team.league_rank() * threads + t, 0);
+      double* pb = pw + cols;
+      Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, Traits::vector_length), [&](int v) {
+        lane_sweep<Traits>(0, cols, v, [&](int, int j) {
+          pw[j] = 0.0;
+          pb[j] = 0.0;
+        });
+      });
+      for (int row = first + t; row < last; row += threads) this->row(team, row, pw, pb);
+    });
+  }
+
+  KOKKOS_INLINE_FUNCTION void row(const Team& team, int row, double* pw, double* pb) const {
+    constexpr int L = Traits::lanes, V = Traits::vector_length, W = L * V;
+    const int cols = static_cast<int>(inp.extent(1));
+    const float* x = &inp(row, 0);
+    const float* dy = &dout(row, 0);
+    float* dx = &dinp(row, 0);
+    const float* w = weight.data();
+    const float m = mean(row), r = rstd(row);
+
+    Compensated sum_g, sum_gx;
+    Kokkos::parallel_reduce(
+        Kokkos::ThreadVectorRange(team, Traits::vector_length),
+        [&](int v, Compensated& total) { total.merge(lane_sum<Traits>(0, cols, v, [&](int j) { return dy[j] * w[j]; })); },
+        CompensatedSum<Space>(sum_g));
+    Kokkos::parallel_reduce(
+        Kokkos::ThreadVectorRange(team, Traits::vector_length),
+        [&](int v, Compensated& total) {
+          total.merge(lane_sum<Traits>(0, cols, v, [&](int j) { return dy[j] * w[j] * ((x[j] - m) * r); }));
+        },
+        CompensatedSum<Space>(sum_gx));
+    const float mean_g = static_cast<float>(sum_g.wide() / cols);
+    const float mean_gx = static_cast<float>(sum_gx.wide() / cols);
+
+    // A block's results are formed in local arrays before any is stored, so the host's vectorized
+    // block needs no runtime check of dx against x and dy (see lane_map).
+    const auto step = [&](int j, float& d, double& tw, double& tb) {
+      const float xh = (x[j] - m) * r;
+      d = dx[j] + r * (dy[j] * w[j] - mean_g - xh * mean_gx);
+      tw = static_cast<double>(dy[j]) * static_cast<double>(xh);
+      tb = static_cast<double>(dy[j]);
+    };
+    Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, Traits::vector_length), [&](int v) {
+      const int full = cols / W * W;
+      for (int b = 0; b < full; b += W) {
+        float d[L];
+        double tw[L], tb[L];
+        for (int l = 0; l < L; ++l) step(b + l * V + v, d[l], tw[l], tb[l]);
+        for (int l = 0; l < L; ++l) {
+          const int j = b + l * V + v;
+          dx[j] = d[l];
+          pw[j] += tw[l];
+          pb[j] += tb[l];
+        }
+      }
+      for (int l = 0; l < L; ++l) {
+        const int j = full + l * V + v;
+        if (j < cols) {
+          float d;
+          double tw, tb;
+          step(j, d, tw, tb);
+          dx[j] = d;
+          pw[j] += tw;
+          pb[j] += tb;
+        }
+      }
+    });
+  }
+};
+
+template <class Space>
+void layernorm_backward(const Matrix<Space>& dinp, const Vector<Space>& dweight, const Vector<Space>& dbias,
+                        const ConstMatrix<Space>& dout, const ConstMatrix<Space>& inp, const ConstVector<Space>& weight,
+                        const ConstVector<Space>& mean, const ConstVector<Space>& rstd) {
+  using Traits = RowTraits<Space>;
+  const int rows = static_cast<int>(inp.extent(0)), cols = static_cast<int>(inp.extent(1));
+  const auto cut = column_partials<Space>(rows, cols);
+  const Kokkos::View<double**, Kokkos::LayoutRight, Space> partial(
+      Kokkos::view_alloc(Kokkos::WithoutInitializing, "ptk::layernorm_backward_partials"), cut.partials, 2 * cols);
+  Kokkos::parallel_for("ptk::layernorm_backward",
+                       Kokkos::TeamPolicy<Space>(cut.blocks, Traits::team_size, Traits::vector_length),
+                       LayernormBackward<Space>{dinp, partial, dout, inp, weight, mean, rstd, cut.rows_per_block});
+  add_column_sums<Space>("ptk::layernorm_backward_dweight", dweight, partial, 0);
+  add_column_sums<Space>("ptk::layernorm_backward_dbias", dbias, partial, cols);
 }
 
 }  // namespace ptk::kernels

@@ -1,6 +1,8 @@
 #pragma once
 // rmsnorm_forward: out[R,N] = inp * rstd * weight[N] over the last dim, with
 // rstd[R] = 1/sqrt(mean(inp^2) + eps) saved for the backward pass.
+// rmsnorm_backward: dout, inp [R,N], weight[N], rstd[R] -> dinp[R,N], dweight[N], both +=; g = dout weight:
+// dinp += rstd g - inp rstd^3 mean_j(g inp), dweight += Σ_r dout inp rstd.
 #include <Kokkos_Core.hpp>
 
 #include "ptk/core/compat.hpp"
@@ -55,6 +57,97 @@ void rmsnorm_forward(const Matrix<Space>& out, const Vector<Space>& rstd, const 
   const int rows = static_cast<int>(inp.extent(0));
   Kokkos::parallel_for("ptk::rmsnorm_forward", RowTraits<Space>::policy(rows),
                        RmsnormForward<Space>{out, rstd, inp, weight, eps});
+}
+
+// Rows are mapped as in layernorm_backward (a team owns a block of rows, each thread a partial row
+// of dweight in double; ColumnPartials in row_traits.hpp). Two sweeps per row: the row sum
+// Σ g inp (blocked compensated; the row comes from memory), then dinp and the partial row.
+template <class Space>
+struct RmsnormBackward {
+  using Team = typename Kokkos::TeamPolicy<Space>::member_type;
+  using Traits = RowTraits<Space>;
+  Matrix<Space> dinp;
+  Kokkos::View<double**, Kokkos::LayoutRight, Space> partial;  // [partials, N]
+  ConstMatrix<Space> dout, inp;
+  ConstVector<Space> weight, rstd;
+  int rows_per_block;
+
+  KOKKOS_INLINE_FUNCTION void operator()(const Team& team) const {
+    const int rows = static_cast<int>(inp.extent(0)), cols = static_cast<int>(inp.extent(1));
+    const int first = team.league_rank() * rows_per_block;
+    const int last = first + rows_per_block < rows ? first + rows_per_block : rows;
+    const int threads = team.team_size();
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, threads), [&](int t) {
+      double* pw = &partial(team.league_rank() * threads + t, 0);
+      Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, Traits::vector_length),
+                           [&](int v) { lane_sweep<Traits>(0, cols, v, [&](int, int j) { pw[j] = 0.0; }); });
+      for (int row = first + t; row < last; row += threads) this->row(team, row, pw);
+    });
+  }
+
+  KOKKOS_INLINE_FUNCTION void row(const Team& team, int row, double* pw) const {
+    constexpr int L = Traits::lanes, V = Traits::vector_length, W = L * V;
+    const int cols = static_cast<int>(inp.extent(1));
+    const float* x = &inp(row, 0);
+    const float* dy = &dout(row, 0);
+    float* dx = &dinp(row, 0);
+    const float* w = weight.data();
+    const float r = rstd(row);
+
+    Compensated sum_gx;
+    Kokkos::parallel_reduce(
+        Kokkos::ThreadVectorRange(team, Traits::vector_length),
+        [&](int v, Compensated& total) {
+          total.merge(lane_sum<Traits>(0, cols, v, [&](int j) { return dy[j] * w[j] * x[j]; }));
+        },
+        CompensatedSum<Space>(sum_gx));
+    // rstd^3 mean(g x) in double, rounded once.
+    const double rd = r;
+    const float c = static_cast<float>(rd * rd * rd * (sum_gx.wide() / cols));
+
+    // Results are formed in local arrays before any is stored (see lane_map).
+    const auto step = [&](int j, float& d, double& tw) {
+      d = dx[j] + (r * (dy[j] * w[j]) - x[j] * c);
+      tw = static_cast<double>(dy[j]) * static_cast<double>(x[j]) * rd;
+    };
+    Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, Traits::vector_length), [&](int v) {
+      const int full = cols / W * W;
+      for (int b = 0; b < full; b += W) {
+        float d[L];
+        double tw[L];
+        for (int l = 0; l < L; ++l) step(b + l * V + v, d[l], tw[l]);
+        for (int l = 0; l < L; ++l) {
+          const int j = b + l * V + v;
+          dx[j] = d[l];
+          pw[j] += tw[l];
+        }
+      }
+      for (int l = 0; l < L; ++l) {
+        const int j = full + l * V + v;
+        if (j < cols) {
+          float d;
+          double tw;
+          step(j, d, tw);
+          dx[j] = d;
+          pw[j] += tw;
+        }
+      }
+    });
+  }
+};
+
+template <class Space>
+void rmsnorm_backward(const Matrix<Space>& dinp, const Vector<Space>& dweight, const ConstMatrix<Space>& dout,
+                      const ConstMatrix<Space>& inp, const ConstVector<Space>& weight, const ConstVector<Space>& rstd) {
+  using Traits = RowTraits<Space>;
+  const int rows = static_cast<int>(inp.extent(0)), cols = static_cast<int>(inp.extent(1));
+  const auto cut = column_partials<Space>(rows, cols);
+  const Kokkos::View<double**, Kokkos::LayoutRight, Space> partial(
+      Kokkos::view_alloc(Kokkos::WithoutInitializing, "ptk::rmsnorm_backward_partials"), cut.partials, cols);
+  Kokkos::parallel_for("ptk::rmsnorm_backward",
+                       Kokkos::TeamPolicy<Space>(cut.blocks, Traits::team_size, Traits::vector_length),
+                       RmsnormBackward<Space>{dinp, partial, dout, inp, weight, rstd, cut.rows_per_block});
+  add_column_sums<Space>("ptk::rmsnorm_backward_dweight", dweight, partial, 0);
 }
 
 }  // namespace ptk::kernels

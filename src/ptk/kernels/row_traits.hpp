@@ -27,7 +27,66 @@ struct RowTraits {
     const int league = (rows + rows_per_team - 1) / rows_per_team;
     return Kokkos::TeamPolicy<Space>(league, team_size, vector_length);
   }
+
+  // Column sums of the backward passes (dgamma, dbeta, dweight), see ColumnPartials below: at most
+  // `max_partials` partial rows (one per team thread), and at most `max_partial_elements` doubles
+  // per summed quantity, with at least `min_rows_per_partial` rows behind each.
+  static constexpr int max_partials = host ? 128 : 2048;
+  static constexpr int max_partial_elements = host ? (1 << 18) : (1 << 21);
+  static constexpr int min_rows_per_partial = host ? 16 : 4;
 };
+
+// How a backward pass sums per-row terms over the rows into per-column gradients without atomics,
+// deterministically: the rows are cut into `blocks` contiguous blocks of `rows_per_block` rows, one
+// team each. Thread t of block b sums rows first + t, first + t + team_size, ... (in that order, in
+// double) into partial row b * team_size + t of a [partials, cols] buffer; a second kernel
+// (add_column_sums) adds the partial rows column by column in partial order. The cut depends on
+// the shape alone, so results are bitwise identical run to run, for any thread count.
+struct ColumnPartials {
+  int blocks, rows_per_block, team_size, partials;
+};
+
+template <class Space>
+ColumnPartials column_partials(int rows, int cols) {
+  using T = RowTraits<Space>;
+  int want = (rows + T::min_rows_per_partial - 1) / T::min_rows_per_partial;
+  if (want > T::max_partials) want = T::max_partials;
+  if (want > T::max_partial_elements / cols) want = T::max_partial_elements / cols;
+  if (want < 1) want = 1;
+  int blocks = (want + T::team_size - 1) / T::team_size;
+  const int rows_per_block = (rows + blocks - 1) / blocks;
+  blocks = (rows + rows_per_block - 1) / rows_per_block;  // no empty block
+  return {blocks, rows_per_block, T::team_size, blocks * T::team_size};
+}
+
+// out[j] += sum over p of partial(p, offset + j), for j in [0, out.extent(0)): the sum in double in
+// increasing p, added to out[j] in double and rounded once. 32 columns an iteration on the host
+// (vectorized), one a thread on a GPU (coalesced).
+template <class Space>
+void add_column_sums(const char* label, const Kokkos::View<float*, Kokkos::LayoutRight, Space>& out,
+                     const Kokkos::View<const double**, Kokkos::LayoutRight, Space>& partial, int offset) {
+  constexpr int B = RowTraits<Space>::elementwise_block;
+  const int cols = static_cast<int>(out.extent(0));
+  const int partials = static_cast<int>(partial.extent(0));
+  Kokkos::parallel_for(
+      label, Kokkos::RangePolicy<Space>(0, (cols + B - 1) / B), KOKKOS_LAMBDA(const int block) {
+        const int begin = block * B;
+        if (begin + B <= cols) {
+          double s[B] = {};
+          for (int p = 0; p < partials; ++p) {
+            const double* row = &partial(p, offset + begin);
+            for (int l = 0; l < B; ++l) s[l] += row[l];
+          }
+          for (int l = 0; l < B; ++l) out(begin + l) = static_cast<float>(static_cast<double>(out(begin + l)) + s[l]);
+        } else {
+          for (int j = begin; j < cols; ++j) {
+            double s = 0;
+            for (int p = 0; p < partials; ++p) s += partial(p, offset + j);
+            out(j) = static_cast<float>(static_cast<double>(out(j)) + s);
+          }
+        }
+      });
+}
 
 // Calls f(l, j) for the columns j in [begin, end) that belong to vector lane v, l being the
 // partial-sum slot of j (see above). Full blocks run a fixed-trip-count loop over l.

@@ -1,5 +1,6 @@
 #pragma once
 // silu_forward: out[n] = x * sigmoid(x) = x / (1 + exp(-x)).
+// silu_backward: inp, dout [n] -> dinp[n] += dout · silu'(x), silu'(x) = σ(x) (1 + x (1 - σ(x))).
 #include <Kokkos_Core.hpp>
 
 #include <cfloat>
@@ -35,6 +36,38 @@ void silu_forward(const Vector<Space>& out, const ConstVector<Space>& inp) {
           for (int l = 0; l < B; ++l) y[begin + l] = silu_value(x[begin + l]);
         } else {
           for (std::size_t i = begin; i < n; ++i) y[i] = silu_value(x[i]);
+        }
+      });
+}
+
+// silu'(v) = s + v s (1 - s), s = σ(v), formed as gelu_grad does (gelu.hpp) with a = -v: E = e^-|v|,
+// D = 1 / (1 + E), s = D (v >= 0) or E·D (v < 0), s (1 - s) = E·D²; past |v| = 87.34 the second
+// term (below ~1e-36) is v · 0, NaN for v = ±inf as in the float64 oracle.
+KOKKOS_INLINE_FUNCTION float silu_grad(float v) {
+  const float abs_v = v < 0.0f ? -v : v;
+  const float e = fast_exp_nonpositive(-abs_v);
+  const float d = 1.0f / (1.0f + e);
+  const float s = v >= 0.0f ? d : e * d;
+  const float t = abs_v > 87.3365479f ? v * 0.0f : v * (e * d * d);
+  return s + t;
+}
+
+template <class Space>
+void silu_backward(const Vector<Space>& dinp, const ConstVector<Space>& inp, const ConstVector<Space>& dout) {
+  constexpr int B = RowTraits<Space>::elementwise_block;
+  const std::size_t n = inp.extent(0);
+  const float* x = inp.data();
+  const float* dy = dout.data();
+  float* dx = dinp.data();
+  Kokkos::parallel_for(
+      "ptk::silu_backward", Kokkos::RangePolicy<Space>(0, (n + B - 1) / B), KOKKOS_LAMBDA(const std::size_t block) {
+        const std::size_t begin = block * B;
+        if (begin + B <= n) {
+          float t[B];  // formed before any store: no runtime check of dx against x and dy
+          for (int l = 0; l < B; ++l) t[l] = dx[begin + l] + dy[begin + l] * silu_grad(x[begin + l]);
+          for (int l = 0; l < B; ++l) dx[begin + l] = t[l];
+        } else {
+          for (std::size_t i = begin; i < n; ++i) dx[i] += dy[i] * silu_grad(x[i]);
         }
       });
 }

@@ -1,6 +1,8 @@
 #pragma once
 // softmax_forward: out[R,N] = softmax(scale * inp) over the last dim; causal treats row r as query
 // t = r % N of a square [T,T] block and masks columns j > t. Fully masked / all -inf rows give 0.
+// softmax_backward: out, dout [R,N] (out = softmax_forward's output) -> dinp[R,N] +=
+// scale · out ∘ (dout - Σ_j out dout) per row; masked entries have out = 0 and get nothing.
 #include <Kokkos_Core.hpp>
 
 #include <cfloat>
@@ -83,6 +85,51 @@ void softmax_forward(const Matrix<Space>& out, const ConstMatrix<Space>& inp, fl
   const int rows = static_cast<int>(inp.extent(0));
   Kokkos::parallel_for("ptk::softmax_forward", RowTraits<Space>::policy(rows),
                        SoftmaxForward<Space>{out, inp, scale, causal});
+}
+
+// Rows are mapped by RowTraits (row_traits.hpp). Two sweeps per row: the dot product Σ out·dout
+// (blocked compensated, lane_sum; the rows come from memory), then dinp (the rows still in L1/L2).
+// A NaN in out or dout makes its row's dot, and so its whole row of dinp, NaN.
+template <class Space>
+struct SoftmaxBackward {
+  using Team = typename Kokkos::TeamPolicy<Space>::member_type;
+  using Traits = RowTraits<Space>;
+  Matrix<Space> dinp;
+  ConstMatrix<Space> out, dout;
+  float scale;
+
+  KOKKOS_INLINE_FUNCTION void operator()(const Team& team) const {
+    const int rows = static_cast<int>(out.extent(0));
+    const int first = team.league_rank() * Traits::rows_per_team;
+    const int last = first + Traits::rows_per_team < rows ? first + Traits::rows_per_team : rows;
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, first, last), [&](int row) { this->row(team, row); });
+  }
+
+  KOKKOS_INLINE_FUNCTION void row(const Team& team, int row) const {
+    const int cols = static_cast<int>(out.extent(1));
+    const float* y = &out(row, 0);
+    const float* dy = &dout(row, 0);
+    float* dx = &dinp(row, 0);
+    const float sc = scale;
+
+    Compensated dot;
+    Kokkos::parallel_reduce(
+        Kokkos::ThreadVectorRange(team, Traits::vector_length),
+        [&](int v, Compensated& total) { total.merge(lane_sum<Traits>(0, cols, v, [&](int j) { return y[j] * dy[j]; })); },
+        CompensatedSum<Space>(dot));
+    const float d = dot.value();
+    Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, Traits::vector_length), [&](int v) {
+      lane_map<Traits>(0, cols, v, dx, [&](int j) { return dx[j] + sc * y[j] * (dy[j] - d); });
+    });
+  }
+};
+
+template <class Space>
+void softmax_backward(const Matrix<Space>& dinp, const ConstMatrix<Space>& out, const ConstMatrix<Space>& dout,
+                      float scale) {
+  const int rows = static_cast<int>(out.extent(0));
+  Kokkos::parallel_for("ptk::softmax_backward", RowTraits<Space>::policy(rows),
+                       SoftmaxBackward<Space>{dinp, out, dout, scale});
 }
 
 }  // namespace ptk::kernels

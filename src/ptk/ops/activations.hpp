@@ -1,5 +1,6 @@
 #pragma once
-// gelu (tanh form) and silu, elementwise over a tensor of any shape.
+// gelu (tanh form) and silu, elementwise over a tensor of any shape; their backward passes
+// accumulate dX += dY · f'(X).
 #include "ptk/kernels/gelu.hpp"
 #include "ptk/kernels/silu.hpp"
 #include "ptk/ops/checks.hpp"
@@ -20,6 +21,22 @@ Tensor<Space> silu(const Tensor<Space>& x) {
   Tensor<Space> y(x.shape(), "ptk::silu");
   kernels::silu_forward<Space>(y.flat(), x.flat());
   return y;
+}
+
+template <class Space>
+void gelu_backward(const Tensor<Space>& dx, const Tensor<Space>& x, const Tensor<Space>& dy) {
+  check_tensor("gelu_backward", "X", x, 0, INT_MAX);
+  check_same_shape("gelu_backward", "dY", dy, "X", x);
+  check_same_shape("gelu_backward", "dX", dx, "X", x);
+  kernels::gelu_backward<Space>(dx.flat(), x.flat(), dy.flat());
+}
+
+template <class Space>
+void silu_backward(const Tensor<Space>& dx, const Tensor<Space>& x, const Tensor<Space>& dy) {
+  check_tensor("silu_backward", "X", x, 0, INT_MAX);
+  check_same_shape("silu_backward", "dY", dy, "X", x);
+  check_same_shape("silu_backward", "dX", dx, "X", x);
+  kernels::silu_backward<Space>(dx.flat(), x.flat(), dy.flat());
 }
 
 }  // namespace ptk::ops

@@ -35,4 +35,22 @@ void check_feature_vector(const char* op, const char* name, const Tensor<Space>&
           " but the input's last dimension is ", x.dim(-1), " (input shape ", to_string(x.shape()), ")");
 }
 
+// A tensor that must have exactly the shape of another (a gradient and its input, dY and Y).
+template <class Space>
+void check_same_shape(const char* op, const char* name, const Tensor<Space>& t, const char* ref_name,
+                      const Tensor<Space>& ref) {
+  require(t.defined(), op, ": ", name, " is an empty (undefined) tensor");
+  require(t.shape() == ref.shape(), op, ": ", name, " has shape ", to_string(t.shape()), " but ", ref_name,
+          " has shape ", to_string(ref.shape()));
+}
+
+// Per-row statistics (mean, rstd) saved by a forward pass: one value per row of x (any shape).
+template <class Space>
+void check_row_statistic(const char* op, const char* name, const Tensor<Space>& stat, const Tensor<Space>& x) {
+  require(stat.defined(), op, ": ", name, " is an empty (undefined) tensor");
+  const auto rows = x.numel() / x.dim(-1);
+  require(stat.numel() == rows, op, ": ", name, " has shape ", to_string(stat.shape()), " (", stat.numel(),
+          " values) but X of shape ", to_string(x.shape()), " has ", rows, " rows");
+}
+
 }  // namespace ptk::ops

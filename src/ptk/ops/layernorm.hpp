@@ -1,6 +1,7 @@
 #pragma once
 // layernorm: Y[...,N] = (X - mean) * rstd * gamma[N] + beta[N] over the last dim; mean and rstd
 // (shape X.shape[:-1], or [1] for a rank-1 X) are returned for the backward pass.
+// layernorm_backward accumulates dX, dgamma and dbeta (+=), deterministically (no atomics).
 #include "ptk/kernels/layernorm.hpp"
 #include "ptk/ops/checks.hpp"
 
@@ -29,6 +30,25 @@ LayernormOutputs<Space> layernorm(const Tensor<Space>& x, const Tensor<Space>& g
   kernels::layernorm_forward<Space>(r.out.rows(), r.mean.flat(), r.rstd.flat(), x.rows(), gamma.flat(), beta.flat(),
                                     eps);
   return r;
+}
+
+// dX (shaped as X) += and dgamma, dbeta ([N]) += the gradients of a loss whose gradient at Y is dY;
+// mean and rstd are the ones ops::layernorm returned for X (one value per row, any shape).
+template <class Space>
+void layernorm_backward(const Tensor<Space>& dx, const Tensor<Space>& dgamma, const Tensor<Space>& dbeta,
+                        const Tensor<Space>& dy, const Tensor<Space>& x, const Tensor<Space>& gamma,
+                        const Tensor<Space>& mean, const Tensor<Space>& rstd) {
+  const char* op = "layernorm_backward";
+  check_tensor(op, "X", x, 1, INT_MAX);
+  check_same_shape(op, "dY", dy, "X", x);
+  check_same_shape(op, "dX", dx, "X", x);
+  check_feature_vector(op, "gamma", gamma, x);
+  check_feature_vector(op, "dgamma", dgamma, x);
+  check_feature_vector(op, "dbeta", dbeta, x);
+  check_row_statistic(op, "mean", mean, x);
+  check_row_statistic(op, "rstd", rstd, x);
+  kernels::layernorm_backward<Space>(dx.rows(), dgamma.flat(), dbeta.flat(), dy.rows(), x.rows(), gamma.flat(),
+                                     mean.flat(), rstd.flat());
 }
 
 }  // namespace ptk::ops

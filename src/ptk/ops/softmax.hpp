@@ -1,6 +1,6 @@
 #pragma once
 // softmax: Y[...,N] = softmax(scale * X) over the last dim; causal masks the upper triangle of the
-// last two dims, which must be square.
+// last two dims, which must be square. softmax_backward accumulates dX += scale · Y ∘ (dY - Σ_row Y dY).
 #include "ptk/kernels/softmax.hpp"
 #include "ptk/ops/checks.hpp"
 
@@ -14,6 +14,16 @@ Tensor<Space> softmax(const Tensor<Space>& x, float scale = 1.0f, bool causal = 
   Tensor<Space> y(x.shape(), "ptk::softmax");
   kernels::softmax_forward<Space>(y.rows(), x.rows(), scale, causal);
   return y;
+}
+
+// dX (shaped as Y) += the gradient through Y = softmax(scale · X) of a loss whose gradient at Y is
+// dY. Y is the forward's output; causal needs no argument (masked entries of Y are 0).
+template <class Space>
+void softmax_backward(const Tensor<Space>& dx, const Tensor<Space>& y, const Tensor<Space>& dy, float scale = 1.0f) {
+  check_tensor("softmax_backward", "Y", y, 1, INT_MAX);
+  check_same_shape("softmax_backward", "dY", dy, "Y", y);
+  check_same_shape("softmax_backward", "dX", dx, "Y", y);
+  kernels::softmax_backward<Space>(dx.rows(), y.rows(), dy.rows(), scale);
 }
 
 }  // namespace ptk::ops
