@@ -32,17 +32,19 @@ Device check_args(const char* op, std::initializer_list<Arg> args) {
   for (const auto& a : args) {
     require(a.var.defined(), op, ": ", a.name, " is an undefined Var");
     if (!first) first = &a;
-    require(a.var.device() == first->var.device(), op, ": ", first->name, " ", to_string(first->var.shape()), " is on ",
-            describe(first->var.device()), " but ", a.name, " ", to_string(a.var.shape()), " is on ",
-            describe(a.var.device()), "; move one with an explicit copy");
+    if (a.var.device() != first->var.device())  // (the message is built only when it is needed)
+      require(false, op, ": ", first->name, " ", to_string(first->var.shape()), " is on ", describe(first->var.device()),
+              " but ", a.name, " ", to_string(a.var.shape()), " is on ", describe(a.var.device()),
+              "; move one with an explicit copy");
   }
   return first->var.device();
 }
 
 void check_ids_device(const char* op, const char* name, const Ids& ids, Device device) {
   require(ids.defined(), op, ": ", name, " is undefined");
-  require(ids.device() == device, op, ": ", name, " ", to_string(ids.shape()), " is on ", describe(ids.device()),
-          " but the tensors are on ", describe(device));
+  if (ids.device() != device)
+    require(false, op, ": ", name, " ", to_string(ids.shape()), " is on ", describe(ids.device()),
+            " but the tensors are on ", describe(device));
 }
 
 template <class S>
@@ -123,8 +125,9 @@ Var linear(const Var& x, const Var& weight, const Var& bias) {
           to_string(xs), " and weight has shape ", to_string(weight.shape()), "; weight must be [out, in] with in = ",
           xs.empty() ? 0 : xs.back());
   const auto in = xs.back(), out_features = weight.shape()[0];
-  require(!bias.defined() || bias.shape() == Shape{out_features}, "linear: bias has shape ", to_string(bias.shape()),
-          " for weight ", to_string(weight.shape()), "; it must be [", out_features, "]");
+  if (bias.defined())
+    require(bias.shape() == Shape{out_features}, "linear: bias has shape ", to_string(bias.shape()), " for weight ",
+            to_string(weight.shape()), "; it must be [", out_features, "]");
   Shape ys = xs;
   ys.back() = out_features;
   return on_device(device, [&](auto tag) {
