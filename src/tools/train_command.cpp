@@ -40,6 +40,12 @@ std::string fixed(double x, int digits) {
   return s.str();
 }
 
+std::string scientific(double x) {
+  std::ostringstream s;
+  s << std::scientific << std::setprecision(2) << x;
+  return s.str();
+}
+
 // A model option given together with --load must agree with the checkpoint.
 void check_agrees(const CLI::Option* opt, int given, int stored, const char* key) {
   if (opt->count() > 0 && given != stored)
@@ -138,7 +144,7 @@ int train_command(const Args& args) {
       const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       ++step;
       const std::string line = "step " + std::to_string(i + 1) + "/" + std::to_string(o.steps) + " | loss " +
-                               fixed(r.loss, 4) + " | lr " + fixed(lr * 1e3, 3) + "e-3 | grad norm " +
+                               fixed(r.loss, 4) + " | lr " + scientific(lr) + " | grad norm " +
                                fixed(r.grad_norm, 2) + " | " + fixed(ms, 1) + " ms/step | " +
                                fixed(o.batch * T / (ms / 1e3), 0) + " tokens/s";
       const bool keep = i == 0 || (i + 1) % every == 0 || i + 1 == o.steps;
