@@ -405,12 +405,19 @@ struct AttentionBackwardBase {
       for (int r = 0; r < MR; ++r)
         for (int c = 0; c < NR; ++c) acc[r][c] = 0.0f;
       detail::micro_product<MR, NR>(acc, &Qs(i0, 0), dp, 1, &Kt(0, c0), BK, 0, dp);
+      // Keys [0, n[r]) of the micro-tile are attended by its row r (none when lse = −inf). Every
+      // element is computed and then selected, so the loops over c vectorize (fast_exp included).
+      int n[MR];
+      for (int r = 0; r < MR; ++r)
+        n[r] = ls(i0 + r) == -__builtin_huge_valf() ? 0 : valid_keys(i0 + r, q0, qcount, k0, kcount) - c0;
       float* ps = &Ps(i0, c0);
       for (int r = 0; r < MR; ++r) {
-        const float l = ls(i0 + r);
-        const int n = valid_keys(i0 + r, q0, qcount, k0, kcount) - c0;
-        for (int c = 0; c < NR; ++c)
-          ps[r * BK + c] = c < n && l != -__builtin_huge_valf() ? fast_exp(acc[r][c] - l) : 0.0f;
+        const float l = n[r] > 0 ? ls(i0 + r) : 0.0f;
+        const int nr = n[r];
+        for (int c = 0; c < NR; ++c) {
+          const float p = fast_exp(acc[r][c] - l);
+          ps[r * BK + c] = c < nr ? p : 0.0f;
+        }
       }
       for (int r = 0; r < MR; ++r)
         for (int c = 0; c < NR; ++c) acc[r][c] = 0.0f;
@@ -418,10 +425,10 @@ struct AttentionBackwardBase {
       float* dss = &dSs(i0, c0);
       for (int r = 0; r < MR; ++r) {
         const float dr = ds(i0 + r);
-        const int n = valid_keys(i0 + r, q0, qcount, k0, kcount) - c0;
+        const int nr = n[r];
         for (int c = 0; c < NR; ++c) {
-          const float p = ps[r * BK + c];
-          dss[r * BK + c] = c < n && ls(i0 + r) != -__builtin_huge_valf() ? p * (acc[r][c] - dr) : 0.0f;
+          const float g = ps[r * BK + c] * (acc[r][c] - dr);
+          dss[r * BK + c] = c < nr ? g : 0.0f;
         }
       }
     });
