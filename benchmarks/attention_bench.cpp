@@ -6,6 +6,15 @@
 //                competes with OpenBLAS' own threads).
 // FLOPs are the useful ones: 4·B·H·T·S·D, half of it when causal. The compositions compute the
 // masked half too; that is their cost, not useful work.
+//
+// attention_backward (same shapes; dQ, dK, dV from Q, K, V, dO and the forward's O and lse):
+//   ptk          the fused flash-style backward (two kernels, P rebuilt from lse, no [T,S] storage);
+//   ptk_composed ptk's batched matmul for the four products over the forward's stored P [B·H,T,T] (kept
+//                from the forward, as a composed autograd keeps it), plus a row kernel for dS;
+//   openblas     the same composition with cblas_sgemm and the dS rows on std::threads.
+// FLOPs are counted as 2.5× the forward's useful FLOPs (10·B·H·T·S·D, half when causal): the four
+// products a backward needs given P. ptk's kernels recompute QKᵀ and dO·Vᵀ twice (14·B·H·T·S·D
+// executed); the compositions execute 8·B·H·T·S·D over the full square matrix even when causal.
 #include <cblas.h>
 
 #include <algorithm>
@@ -87,6 +96,106 @@ void openblas_attention(HostAttention& h, float scale, bool causal) {
                 h.v.data() + b * T * D, D, 0.0f, h.out.data() + b * T * D, D);
 }
 
+// The backward's composition over a stored P: dV = Pᵀ dO, dP = dO Vᵀ, dS = P ∘ (dP − rowsum(P ∘ dP)),
+// dQ = scale dS K, dK = scale dSᵀ Q.
+struct HostAttentionBackward : HostAttention {
+  std::vector<float> dout, dp, dq, dk, dv;
+  HostAttentionBackward(std::int64_t heads, std::int64_t T, std::int64_t D, float scale, bool causal)
+      : HostAttention(heads, T, D), dout(q.size()), dp(att.size()), dq(q.size()), dk(q.size()), dv(q.size()) {
+    for (std::size_t i = 0; i < dout.size(); ++i) dout[i] = static_cast<float>(i % 7) / 7.0f - 0.5f;
+    openblas_attention(*this, scale, causal);  // att holds P from here on
+  }
+};
+
+// Rows [r0, r1): dS = P ∘ (dP − Σ_j P·dP), in place over dp.
+void host_softmax_backward_rows(const float* p, float* dp, std::int64_t T, std::int64_t r0, std::int64_t r1) {
+  for (std::int64_t r = r0; r < r1; ++r) {
+    const float* pr = p + r * T;
+    float* g = dp + r * T;
+    float dot = 0.0f;
+    for (std::int64_t j = 0; j < T; ++j) dot += pr[j] * g[j];
+    for (std::int64_t j = 0; j < T; ++j) g[j] = pr[j] * (g[j] - dot);
+  }
+}
+
+void openblas_attention_backward(HostAttentionBackward& h, float scale) {
+  const auto T = static_cast<int>(h.T), D = static_cast<int>(h.D);
+  for (std::int64_t b = 0; b < h.heads; ++b) {
+    const float* p = h.att.data() + b * T * T;
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, D, T, 1.0f, p, T, h.dout.data() + b * T * D, D, 0.0f,
+                h.dv.data() + b * T * D, D);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, D, 1.0f, h.dout.data() + b * T * D, D,
+                h.v.data() + b * T * D, D, 0.0f, h.dp.data() + b * T * T, T);
+  }
+  const std::int64_t rows = h.heads * h.T;
+  const int workers = std::max(1, openblas_get_num_threads());
+  std::vector<std::thread> pool;
+  for (int w = 0; w < workers; ++w)
+    pool.emplace_back(host_softmax_backward_rows, h.att.data(), h.dp.data(), h.T, rows * w / workers,
+                      rows * (w + 1) / workers);
+  for (auto& t : pool) t.join();
+  for (std::int64_t b = 0; b < h.heads; ++b) {
+    const float* ds = h.dp.data() + b * T * T;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, D, T, scale, ds, T, h.k.data() + b * T * D, D, 0.0f,
+                h.dq.data() + b * T * D, D);
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, D, T, scale, ds, T, h.q.data() + b * T * D, D, 0.0f,
+                h.dk.data() + b * T * D, D);
+  }
+}
+
+// The same dS rows for ptk's composition, one row per work item (a functor: nvcc allows no device
+// lambda inside the benchmark's setup lambda).
+struct SoftmaxBackwardRows {
+  Matrix<Space> p, dp;
+  int n;
+  KOKKOS_INLINE_FUNCTION void operator()(const int r) const {
+    float dot = 0.0f;
+    for (int j = 0; j < n; ++j) dot += p(r, j) * dp(r, j);
+    for (int j = 0; j < n; ++j) dp(r, j) = p(r, j) * (dp(r, j) - dot);
+  }
+};
+
+void register_attention_backward(std::int64_t T, bool causal) {
+  const std::int64_t B = 1, H = 12, D = 64;
+  const float scale = 0.125f;
+  const auto shape = "B=1,H=12,T=" + std::to_string(T) + ",D=64,causal=" + (causal ? "1" : "0");
+  const double flops = 2.5 * 4.0 * B * H * T * T * D * (causal ? 0.5 : 1.0);
+  add("attention_backward", "ptk", shape, Rate::gflops, flops, [=] {
+    const auto q = random_tensor({B * H, T, D}, 9), k = random_tensor({B * H, T, D}, 10),
+               v = random_tensor({B * H, T, D}, 11), dout = random_tensor({B * H, T, D}, 12);
+    const Tensor<Space> out({B * H, T, D}), lse({B * H, T}), dq({B * H, T, D}), dk({B * H, T, D}), dv({B * H, T, D});
+    kernels::attention_forward<Space>(out.batched_matrices(), lse.rows(), q.batched_matrices(), k.batched_matrices(),
+                                      v.batched_matrices(), scale, causal);
+    return std::function<void()>([=] {
+      kernels::attention_backward<Space>(dq.batched_matrices(), dk.batched_matrices(), dv.batched_matrices(),
+                                         dout.batched_matrices(), q.batched_matrices(), k.batched_matrices(),
+                                         v.batched_matrices(), out.batched_matrices(), lse.rows(), scale, causal);
+    });
+  });
+  add("attention_backward", "ptk_composed", shape, Rate::gflops, flops, [=] {
+    const auto q = random_tensor({B * H, T, D}, 9), k = random_tensor({B * H, T, D}, 10),
+               v = random_tensor({B * H, T, D}, 11), dout = random_tensor({B * H, T, D}, 12);
+    const Tensor<Space> p({B * H, T, T}), dp({B * H, T, T}), dq({B * H, T, D}), dk({B * H, T, D}), dv({B * H, T, D});
+    kernels::matmul_forward<Space>(p.batched_matrices(), q.batched_matrices(), k.batched_matrices(), false, true);
+    kernels::softmax_forward<Space>(p.rows(), p.rows(), scale, causal);
+    return std::function<void()>([=] {
+      kernels::matmul_forward<Space>(dv.batched_matrices(), p.batched_matrices(), dout.batched_matrices(), true, false);
+      kernels::matmul_forward<Space>(dp.batched_matrices(), dout.batched_matrices(), v.batched_matrices(), false, true);
+      Kokkos::parallel_for("ptk::bench::softmax_backward_rows",
+                           Kokkos::RangePolicy<Space>(0, static_cast<int>(B * H * T)),
+                           SoftmaxBackwardRows{p.rows(), dp.rows(), static_cast<int>(T)});
+      kernels::matmul_forward<Space>(dq.batched_matrices(), dp.batched_matrices(), k.batched_matrices(), false, false,
+                                     scale, 0.0f);
+      kernels::matmul_forward<Space>(dk.batched_matrices(), dp.batched_matrices(), q.batched_matrices(), true, false,
+                                     scale, 0.0f);
+    });
+  });
+  add("attention_backward", "openblas", shape, Rate::gflops, flops, [=] {
+    auto host = std::make_shared<HostAttentionBackward>(B * H, T, D, scale, causal);
+    return std::function<void()>([=] { openblas_attention_backward(*host, scale); });
+  });
+}
+
 }  // namespace
 
 void register_attention() {
@@ -126,6 +235,11 @@ void register_attention() {
       });
     }
   }
+  // Backward: the quick sweep adds T = 256 only.
+  std::vector<std::int64_t> backward_lengths{256};
+  if (!sweep().quick) backward_lengths = {128, 256, 512, 1024, 2048};
+  for (auto T : backward_lengths)
+    for (bool causal : {false, true}) register_attention_backward(T, causal);
 }
 
 }  // namespace ptk::bench

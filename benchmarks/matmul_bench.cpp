@@ -89,6 +89,34 @@ void register_batched(std::int64_t B, std::int64_t M, std::int64_t N, std::int64
   });
 }
 
+// matmul_backward of C[M,N] = A[M,K] · B[K,N]: dA += dC · Bᵀ and dB += Aᵀ · dC, 4·M·N·K FLOPs; ptk's op (two
+// accumulating portable GEMMs) against the same two cblas_sgemm calls with beta = 1.
+void register_backward(std::int64_t M, std::int64_t N, std::int64_t K) {
+  const auto shape = "M=" + std::to_string(M) + ",N=" + std::to_string(N) + ",K=" + std::to_string(K);
+  const double flops = 4.0 * M * N * K;
+  add("matmul_backward", "ptk", shape, Rate::gflops, flops, [=] {
+    const auto a = random_tensor({1, M, K}, 1), b = random_tensor({1, K, N}, 2), dc = random_tensor({1, M, N}, 3);
+    const Tensor<Space> da({1, M, K}), db({1, K, N});
+    return std::function<void()>([=] {
+      kernels::matmul_backward<Space>(da.batched_matrices(), db.batched_matrices(), dc.batched_matrices(),
+                                      a.batched_matrices(), b.batched_matrices(), false, false);
+    });
+  });
+  add("matmul_backward", "openblas", shape, Rate::gflops, flops, [=] {
+    auto host = std::make_shared<HostOperands>(M, N, K);  // c serves as dC
+    auto grads = std::make_shared<std::vector<float>>(static_cast<std::size_t>(M * K + K * N), 0.0f);
+    for (std::size_t i = 0; i < host->c.size(); ++i) host->c[i] = static_cast<float>(i % 11) / 11.0f - 0.5f;
+    return std::function<void()>([=] {
+      float* da = grads->data();
+      float* db = da + M * K;
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, K, N, 1.0f, host->c.data(), N, host->b.data(), N, 1.0f,
+                  da, K);
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, K, N, M, 1.0f, host->a.data(), K, host->c.data(), N, 1.0f,
+                  db, N);
+    });
+  });
+}
+
 }  // namespace
 
 void register_matmul() {
@@ -102,6 +130,13 @@ void register_matmul() {
   // GPT-2 small attention heads (T = 256, D = 64) over B·H = 48: scores QKᵀ and P·V.
   register_batched(48, 256, 256, 64, true);
   register_batched(48, 256, 64, 256, false);
+  // Backward of the GPT-2 linear layers (dA and dB); the quick sweep adds the attention projection only.
+  if (sweep().quick) {
+    register_backward(tokens, 768, 768);
+  } else {
+    for (auto NK : std::vector<std::array<std::int64_t, 2>>{{2304, 768}, {768, 768}, {3072, 768}, {768, 3072}})
+      register_backward(tokens, NK[0], NK[1]);
+  }
 }
 
 }  // namespace ptk::bench

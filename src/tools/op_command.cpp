@@ -43,10 +43,12 @@ std::size_t required_outputs(const OpSpec& op) {
 
 const std::vector<OpSpec> kOps = {
     {"matmul", {"A", "B"}, {"C"}, {{"trans_a", "0"}, {"trans_b", "0"}, {"impl", "portable"}}},
+    {"matmul_backward", {"A", "B", "dC"}, {"dA", "dB"}, {{"trans_a", "0"}, {"trans_b", "0"}}},
     {"softmax", {"X"}, {"Y"}, {{"scale", "1"}, {"causal", "0"}}},
     {"layernorm", {"X", "gamma", "beta"}, {"Y"}, {{"eps", "1e-5"}}},
     {"rmsnorm", {"X", "weight"}, {"Y"}, {{"eps", "1e-5"}}},
     {"attention", {"Q", "K", "V"}, {"O", "lse"}, {{"causal", "0"}, {"scale", "1/sqrt(D)"}}},
+    {"attention_backward", {"Q", "K", "V", "dO"}, {"dQ", "dK", "dV"}, {{"causal", "0"}, {"scale", "1/sqrt(D)"}}},
     {"gelu", {"X"}, {"Y"}, {}},
     {"silu", {"X"}, {"Y"}, {}},
     {"embedding", {"ids", "table"}, {"out"}, {}},
@@ -127,6 +129,21 @@ std::vector<Tensor<Space>> run_tensors(const OpSpec& op, const std::vector<Tenso
     const auto scale = set.has("scale") ? std::optional<float>(set.number("scale", 0)) : std::nullopt;
     auto r = ops::attention(in[0], in[1], in[2], scale, set.flag("causal"));
     return {r.out, r.lse};
+  }
+  if (n == "matmul_backward") {
+    const bool ta = set.flag("trans_a"), tb = set.flag("trans_b");
+    Tensor<Space> da(in[0].shape(), "ptk::dA"), db(in[1].shape(), "ptk::dB");
+    ops::matmul_backward(da, db, in[2], in[0], in[1], ta, tb);
+    return {da, db};
+  }
+  if (n == "attention_backward") {
+    // The forward first, for O and lse; gradients start from zero.
+    const auto scale = set.has("scale") ? std::optional<float>(set.number("scale", 0)) : std::nullopt;
+    const bool causal = set.flag("causal");
+    const auto fwd = ops::attention(in[0], in[1], in[2], scale, causal);
+    Tensor<Space> dq(in[0].shape(), "ptk::dQ"), dk(in[1].shape(), "ptk::dK"), dv(in[2].shape(), "ptk::dV");
+    ops::attention_backward(dq, dk, dv, in[3], in[0], in[1], in[2], fwd.out, fwd.lse, scale, causal);
+    return {dq, dk, dv};
   }
   if (n == "gelu") return {ops::gelu(in[0])};
   if (n == "silu") return {ops::silu(in[0])};
@@ -218,7 +235,9 @@ void print_ops() {
                "targets: int32 or int64 .npy (ids in [0, V); targets in [0, V) or ignore_index). cross_entropy's\n"
                "loss is the mean over counted rows, a 0-d array; rope's layout is bthd ([B,T,H,D]) or bhtd ([B,H,T,D]).\n"
                "Backward ops write fresh gradients (dX = 0 + ...): embedding_backward gives dtable [vocab, C],\n"
-               "cross_entropy_backward recomputes the forward and gives dlogits for the loss scaled by dloss.\n";
+               "cross_entropy_backward recomputes the forward and gives dlogits for the loss scaled by dloss;\n"
+               "matmul_backward gives dA, dB shaped as A, B (a rank-2 operand's gradient summed over the batch);\n"
+               "attention_backward runs the forward for O and lse, then gives dQ, dK, dV for the upstream dO.\n";
   for (const auto& op : kOps) {
     std::vector<std::string> keys;
     for (const auto& [k, v] : op.keys) keys.push_back(k + "=" + v);

@@ -405,12 +405,19 @@ struct AttentionBackwardBase {
       for (int r = 0; r < MR; ++r)
         for (int c = 0; c < NR; ++c) acc[r][c] = 0.0f;
       detail::micro_product<MR, NR>(acc, &Qs(i0, 0), dp, 1, &Kt(0, c0), BK, 0, dp);
+      // Keys [0, n[r]) of the micro-tile are attended by its row r (none when lse = −inf). Every
+      // element is computed and then selected, so the loops over c vectorize (fast_exp included).
+      int n[MR];
+      for (int r = 0; r < MR; ++r)
+        n[r] = ls(i0 + r) == -__builtin_huge_valf() ? 0 : valid_keys(i0 + r, q0, qcount, k0, kcount) - c0;
       float* ps = &Ps(i0, c0);
       for (int r = 0; r < MR; ++r) {
-        const float l = ls(i0 + r);
-        const int n = valid_keys(i0 + r, q0, qcount, k0, kcount) - c0;
-        for (int c = 0; c < NR; ++c)
-          ps[r * BK + c] = c < n && l != -__builtin_huge_valf() ? fast_exp(acc[r][c] - l) : 0.0f;
+        const float l = n[r] > 0 ? ls(i0 + r) : 0.0f;
+        const int nr = n[r];
+        for (int c = 0; c < NR; ++c) {
+          const float p = fast_exp(acc[r][c] - l);
+          ps[r * BK + c] = c < nr ? p : 0.0f;
+        }
       }
       for (int r = 0; r < MR; ++r)
         for (int c = 0; c < NR; ++c) acc[r][c] = 0.0f;
@@ -418,10 +425,10 @@ struct AttentionBackwardBase {
       float* dss = &dSs(i0, c0);
       for (int r = 0; r < MR; ++r) {
         const float dr = ds(i0 + r);
-        const int n = valid_keys(i0 + r, q0, qcount, k0, kcount) - c0;
+        const int nr = n[r];
         for (int c = 0; c < NR; ++c) {
-          const float p = ps[r * BK + c];
-          dss[r * BK + c] = c < n && ls(i0 + r) != -__builtin_huge_valf() ? p * (acc[r][c] - dr) : 0.0f;
+          const float g = ps[r * BK + c] * (acc[r][c] - dr);
+          dss[r * BK + c] = c < nr ? g : 0.0f;
         }
       }
     });
@@ -514,11 +521,12 @@ struct AttentionBackwardKV : AttentionBackwardBase<Space> {
   }
 };
 
-// dQ: a team owns one head's query tile (its Qs, dOs, lse, Drow and a dQ accumulator in scratch) and
-// streams the key tiles it attends (causal: up to its last query), as the forward. Per key tile: P
-// and dS (dS overwrites P in place), then dQ += dS·K over MR query rows × NR head dims micro-tiles;
-// keys inside the causal diagonal that only some rows of a micro-tile attend go row by row and a
-// masked key is skipped, so a NaN or inf in a masked row of K cannot reach dQ.
+// dQ: a team owns one head's query tile and streams the key tiles it attends (causal: up to its last
+// query), as the forward. Its Q and dO tiles are staged once, transposed (Qt, dOt); K and V tiles are
+// plain row copies, so no step transposes anything. The score tile is computed transposed, keys ×
+// queries (St = K·Qt, then dSᵀ in place), and dQ += dS·K runs over MR query rows × NR head dims
+// micro-tiles; keys inside the causal diagonal that only some rows of a micro-tile attend go row by
+// row and a masked key is skipped, so a NaN or inf in a masked row of K cannot reach dQ.
 template <class Space>
 struct AttentionBackwardQ : AttentionBackwardBase<Space> {
   using Base = AttentionBackwardBase<Space>;
@@ -529,48 +537,102 @@ struct AttentionBackwardQ : AttentionBackwardBase<Space> {
   using Base::BK;
   using Base::MR;
   using Base::NR;
+  static_assert(BQ % NR == 0 && BK % MR == 0, "attention backward tiles: micro tiles must divide them");
 
   Tensor3<Space> dq;
   int q_tiles;
 
   static std::size_t scratch_bytes(int Dp) {
-    return ScratchMatrix::shmem_size(BQ, Dp) * 3 + ScratchMatrix::shmem_size(Dp, BK) * 2 +
-           ScratchMatrix::shmem_size(BK, Dp) + ScratchMatrix::shmem_size(BQ, BK) + ScratchVector::shmem_size(BQ) * 2;
+    return ScratchMatrix::shmem_size(Dp, BQ) * 2 + ScratchMatrix::shmem_size(BQ, Dp) +
+           ScratchMatrix::shmem_size(BK, Dp) * 2 + ScratchMatrix::shmem_size(BK, BQ) + ScratchVector::shmem_size(BQ) * 2;
   }
 
   KOKKOS_INLINE_FUNCTION void operator()(const Team& team) const {
     const int level = this->level, Dp = this->Dp, D = this->D, S = this->S;
+    const bool causal = this->causal;
     const int rank = team.league_rank();
     const int head = rank / q_tiles;
     const int q0 = (q_tiles - 1 - rank % q_tiles) * BQ;  // the longest (causal) query tiles first
     const int qcount = this->T - q0 < BQ ? this->T - q0 : BQ;
 
-    ScratchMatrix Qs(team.team_scratch(level), BQ, Dp), dOs(team.team_scratch(level), BQ, Dp),
+    ScratchMatrix Qt(team.team_scratch(level), Dp, BQ), dOt(team.team_scratch(level), Dp, BQ),
         dQs(team.team_scratch(level), BQ, Dp);
-    ScratchMatrix Kt(team.team_scratch(level), Dp, BK), Vt(team.team_scratch(level), Dp, BK),
-        Ks(team.team_scratch(level), BK, Dp);
-    ScratchMatrix Ps(team.team_scratch(level), BQ, BK);  // P, then dS in place
+    ScratchMatrix Ks(team.team_scratch(level), BK, Dp), Vs(team.team_scratch(level), BK, Dp);
+    ScratchMatrix St(team.team_scratch(level), BK, BQ);  // Pᵀ, then dSᵀ in place
     ScratchVector ls(team.team_scratch(level), BQ), ds(team.team_scratch(level), BQ);
 
-    this->stage_queries(team, head, q0, qcount, Qs, dOs, ls, ds);
+    // Qt = (scale·q)ᵀ, dOt = doutᵀ; padding and rows with lse = −inf are zeros with ls = −inf.
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, BQ), [&](int i) {
+      const float l = i < qcount ? this->lse(head, q0 + i) : -__builtin_huge_valf();
+      const int n = l == -__builtin_huge_valf() ? 0 : D;
+      const float* qg = n ? &this->q(head, q0 + i, 0) : nullptr;
+      const float* gg = n ? &this->dout(head, q0 + i, 0) : nullptr;
+      float* qt = &Qt(0, i);
+      float* gt = &dOt(0, i);
+      for (int d = 0; d < n; ++d) qt[d * BQ] = this->scale * qg[d];
+      for (int d = n; d < Dp; ++d) qt[d * BQ] = 0.0f;
+      for (int d = 0; d < n; ++d) gt[d * BQ] = gg[d];
+      for (int d = n; d < Dp; ++d) gt[d * BQ] = 0.0f;
       for (int d = 0; d < Dp; ++d) dQs(i, d) = 0.0f;
+      ls(i) = l;
+      ds(i) = n ? this->drow(head, q0 + i) : 0.0f;
     });
 
-    const int key_end = this->causal ? (q0 + qcount < S ? q0 + qcount : S) : S;
+    const int key_end = causal ? (q0 + qcount < S ? q0 + qcount : S) : S;
     for (int k0 = 0; k0 < key_end; k0 += BK) {
       const int kcount = key_end - k0 < BK ? key_end - k0 : BK;
-      team.team_barrier();  // the previous step's Kt, Vt, Ks and Ps are no longer read
-      this->stage_keys_transposed(team, head, k0, kcount, Kt, Vt);
+      team.team_barrier();  // the previous step's Ks, Vs and St are no longer read
       Kokkos::parallel_for(Kokkos::TeamThreadRange(team, BK), [&](int j) {
         float* ks = &Ks(j, 0);
+        float* vs = &Vs(j, 0);
         const int n = j < kcount ? D : 0;
         const float* kg = n ? &this->k(head, k0 + j, 0) : nullptr;
+        const float* vg = n ? &this->v(head, k0 + j, 0) : nullptr;
         for (int d = 0; d < n; ++d) ks[d] = kg[d];
         for (int d = n; d < Dp; ++d) ks[d] = 0.0f;
+        for (int d = 0; d < n; ++d) vs[d] = vg[d];
+        for (int d = n; d < Dp; ++d) vs[d] = 0.0f;
       });
       team.team_barrier();
-      this->probabilities(team, q0, qcount, k0, kcount, Qs, dOs, Kt, Vt, ls, ds, Ps, Ps);
+
+      // Pᵀ and dSᵀ over MR keys × NR queries micro-tiles; a tile whose keys all come after all its
+      // queries (causal) is skipped: dQ's loop below never reads it.
+      constexpr int col_tiles = BQ / NR;
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, (BK / MR) * col_tiles), [&](int tile) {
+        const int j0 = tile / col_tiles * MR, c0 = tile % col_tiles * NR;
+        if (j0 >= kcount || c0 >= qcount || (causal && k0 + j0 > q0 + c0 + NR - 1)) return;
+        float shift[NR], drow_c[NR];
+        bool row_ok[NR];
+        for (int c = 0; c < NR; ++c) {
+          const float l = ls(c0 + c);
+          row_ok[c] = l != -__builtin_huge_valf();
+          shift[c] = row_ok[c] ? l : 0.0f;
+          drow_c[c] = ds(c0 + c);
+        }
+        float acc[MR][NR];
+        for (int r = 0; r < MR; ++r)
+          for (int c = 0; c < NR; ++c) acc[r][c] = 0.0f;
+        detail::micro_product<MR, NR>(acc, &Ks(j0, 0), Dp, 1, &Qt(0, c0), BQ, 0, Dp);
+        float* st = &St(j0, c0);
+        // Key j0 + r is attended by queries c0 + c >= first (causal) that attended anything.
+        for (int r = 0; r < MR; ++r) {
+          const int first = j0 + r >= kcount ? BQ + NR : (causal ? k0 + j0 + r - q0 - c0 : 0);
+          for (int c = 0; c < NR; ++c) {
+            const float p = fast_exp(acc[r][c] - shift[c]);
+            st[r * BQ + c] = c >= first && row_ok[c] ? p : 0.0f;
+          }
+        }
+        for (int r = 0; r < MR; ++r)
+          for (int c = 0; c < NR; ++c) acc[r][c] = 0.0f;
+        detail::micro_product<MR, NR>(acc, &Vs(j0, 0), Dp, 1, &dOt(0, c0), BQ, 0, Dp);
+        for (int r = 0; r < MR; ++r) {
+          const int first = j0 + r >= kcount ? BQ + NR : (causal ? k0 + j0 + r - q0 - c0 : 0);
+          for (int c = 0; c < NR; ++c) {
+            const float g = st[r * BQ + c] * (acc[r][c] - drow_c[c]);
+            st[r * BQ + c] = c >= first && row_ok[c] ? g : 0.0f;
+          }
+        }
+      });
       team.team_barrier();
 
       const int d_tiles = Dp / NR;
@@ -582,13 +644,13 @@ struct AttentionBackwardQ : AttentionBackwardBase<Space> {
         float acc[MR][NR];
         for (int r = 0; r < MR; ++r)
           for (int c = 0; c < NR; ++c) acc[r][c] = dQs(i0 + r, c0 + c);
-        detail::micro_product<MR, NR>(acc, &Ps(i0, 0), BK, 1, &Ks(0, c0), Dp, 0, all);
+        detail::micro_product<MR, NR>(acc, &St(0, i0), 1, BQ, &Ks(0, c0), Dp, 0, all);
         for (int j = all; j < any; ++j) {
           const float* kj = &Ks(j, c0);
           for (int r = 0; r < MR; ++r) {
             if (j >= this->valid_keys(i0 + r, q0, qcount, k0, kcount)) continue;
-            const float p = Ps(i0 + r, j);
-            for (int c = 0; c < NR; ++c) acc[r][c] += p * kj[c];
+            const float g = St(j, i0 + r);
+            for (int c = 0; c < NR; ++c) acc[r][c] += g * kj[c];
           }
         }
         for (int r = 0; r < MR; ++r)
@@ -621,7 +683,7 @@ void attention_backward(const Tensor3<Space>& dq, const Tensor3<Space>& dk, cons
   using Q = AttentionBackwardQ<Space>;
   const int Dp = (D + KV::NR - 1) / KV::NR * KV::NR;
 
-  Matrix<Space> drow("ptk::attention_drow", heads, T);
+  Matrix<Space> drow(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ptk::attention_drow"), heads, T);
   Kokkos::parallel_for("ptk::attention_backward_rows", Kokkos::RangePolicy<Space>(0, heads * T),
                        AttentionBackwardRows<Space>{drow, dout, out, lse, T, D});
   const auto level_for = [](std::size_t bytes) {
