@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   // (unless the user configured binding). PTK_DEVICE=host|default picks the spaces tested
   // (parity.hpp); a GPU build on a machine without its GPU exits 2 with one line.
   ptk::runtime::set_openmp_defaults();
+  ptk::runtime::keep_freed_memory();
   std::optional<Kokkos::ScopeGuard> kokkos;
   if (!::testing::GTEST_FLAG(list_tests)) {
     if (ptk::runtime::device_from_env("ptk_tests").empty()) return 2;

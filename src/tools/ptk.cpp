@@ -45,6 +45,7 @@ std::string executable_dir() {
 int main(int argc, char** argv) {
   // Before Kokkos starts (no OMP_PROC_BIND warning); ptk bench's processes inherit the setting.
   ptk::runtime::set_openmp_defaults();
+  ptk::runtime::keep_freed_memory();
 
   const std::string command = argc > 1 ? argv[1] : "";
   if (command.empty() || command == "--help" || command == "-h" || command == "help") {

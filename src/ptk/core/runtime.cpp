@@ -3,6 +3,7 @@
 #include <Kokkos_Macros.hpp>
 
 #include <cstdio>
+#include <malloc.h>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -130,6 +131,13 @@ std::size_t meminfo(const char* wanted) {
 }  // namespace
 
 std::size_t host_available_bytes() { return meminfo("MemAvailable:"); }
+void keep_freed_memory() {
+#if defined(__GLIBC__)
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);   // glibc's largest allowed threshold on 64-bit
+  mallopt(M_TRIM_THRESHOLD, 256 << 20);  // return memory only when this much is free at the top
+#endif
+}
+
 std::size_t host_total_bytes() { return meminfo("MemTotal:"); }
 
 }  // namespace ptk::runtime
