@@ -192,18 +192,19 @@ constexpr double kGradcheckStep = 1e-5;
 inline Tolerance gradcheck(double f_abs) { return {1e-8 + 4.0 * 0x1p-52 * f_abs / kGradcheckStep, 1e-6}; }
 
 // Autograd against central finite differences of the fp32 forward with step h: the difference quotient is
-// off by h^2 |f'''| / 6 (truncation, ~1e-5 here) plus the forward's rounding noise eps |f| / h (eps ~ a few u
-// times the terms' magnitudes, |f| ~ 1-10: ~1e-4). 2e-3 absolute + 1e-2 relative is ~10x that, far below
-// the size of a real mistake (a dropped term, a transposed index: O(|f'|)).
+// off by h^2 |f'''| / 6 (truncation, ~1e-5 here) plus the forward's rounding noise eps |f| / h (eps a few u,
+// |f| ~ 1-10: ~1e-5). Measured worst |autograd - fd|: 2.2e-5 (attention, at 0.47). 1e-4 + 1e-3 relative is
+// 5-10x that and far below a real mistake (a dropped term or a transposed index moves a gradient by O(|f'|)).
 constexpr double finite_difference_step = 1e-2;
-constexpr Tolerance finite_difference{2e-3, 1e-2};
+constexpr Tolerance finite_difference{1e-4, 1e-3};
 
-// One training step of a small GPT (2 layers, width 16) through the fp32 kernels against the float64 oracle.
-// The forward's relative error is a few hundred u after ~30 chained ops with reductions of up to 64 terms;
-// the backward roughly doubles the chain. Gradients are compared with atol relative to the largest gradient of
-// the same parameter (small entries are differences of larger terms) plus a relative part: 1e-4 of the
-// largest and 1e-3 relative is ~10x the error measured (docs/tolerances.md).
-constexpr Tolerance model_step{1e-4, 1e-3};
+// One training step of a small GPT (2 layers, width 16, B·T = 21) through the fp32 kernels against the
+// float64 oracle. The loss and each gradient pass through ~30 chained ops with reductions of up to 64
+// terms forward and as many back, each adding a few u relative; gradients are compared with atol relative
+// to the largest gradient of the same parameter (small entries are differences of larger terms). Measured:
+// every gradient within 3e-6 of its parameter's largest, relative error up to 1e-5 on the larger entries;
+// 1e-5 of the largest plus 1e-4 relative is about 10x that (docs/tolerances.md).
+constexpr Tolerance model_step{1e-5, 1e-4};
 
 }  // namespace tolerance
 }  // namespace ptk::test
