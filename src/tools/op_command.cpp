@@ -44,11 +44,16 @@ std::size_t required_outputs(const OpSpec& op) {
 const std::vector<OpSpec> kOps = {
     {"matmul", {"A", "B"}, {"C"}, {{"trans_a", "0"}, {"trans_b", "0"}, {"impl", "portable"}}},
     {"softmax", {"X"}, {"Y"}, {{"scale", "1"}, {"causal", "0"}}},
+    {"softmax_backward", {"Y", "dY"}, {"dX"}, {{"scale", "1"}}},
     {"layernorm", {"X", "gamma", "beta"}, {"Y"}, {{"eps", "1e-5"}}},
+    {"layernorm_backward", {"X", "gamma", "dY"}, {"dX", "dgamma", "dbeta"}, {{"eps", "1e-5"}}},
     {"rmsnorm", {"X", "weight"}, {"Y"}, {{"eps", "1e-5"}}},
+    {"rmsnorm_backward", {"X", "weight", "dY"}, {"dX", "dweight"}, {{"eps", "1e-5"}}},
     {"attention", {"Q", "K", "V"}, {"O", "lse"}, {{"causal", "0"}, {"scale", "1/sqrt(D)"}}},
     {"gelu", {"X"}, {"Y"}, {}},
     {"silu", {"X"}, {"Y"}, {}},
+    {"gelu_backward", {"X", "dY"}, {"dX"}, {}},
+    {"silu_backward", {"X", "dY"}, {"dX"}, {}},
     {"embedding", {"ids", "table"}, {"out"}, {}},
     {"embedding_backward", {"ids", "dout"}, {"dtable"}, {{"vocab", "max id + 1"}}},
     {"cross_entropy", {"logits", "targets"}, {"loss", "losses", "lse"}, {{"ignore_index", "-100"}}},
@@ -128,8 +133,42 @@ std::vector<Tensor<Space>> run_tensors(const OpSpec& op, const std::vector<Tenso
     auto r = ops::attention(in[0], in[1], in[2], scale, set.flag("causal"));
     return {r.out, r.lse};
   }
+  using ops::check_feature_vector;
+  using ops::check_tensor;
   if (n == "gelu") return {ops::gelu(in[0])};
   if (n == "silu") return {ops::silu(in[0])};
+  // Backward ops: gradients start from zero (a fresh tensor is zero-filled) and accumulate.
+  if (n == "softmax_backward") {
+    Tensor<Space> dx(in[0].shape(), "ptk::dX");
+    ops::softmax_backward(dx, in[0], in[1], set.number("scale", 1.0f));
+    return {dx};
+  }
+  if (n == "layernorm_backward") {
+    const auto& x = in[0];
+    const auto& gamma = in[1];
+    check_tensor("layernorm_backward", "X", x, 1, INT_MAX);  // before the forward's checks name "layernorm"
+    check_feature_vector("layernorm_backward", "gamma", gamma, x);
+    Tensor<Space> dx(x.shape(), "ptk::dX"), dgamma(gamma.shape(), "ptk::dgamma"), dbeta(gamma.shape(), "ptk::dbeta");
+    const auto stats = ops::layernorm(x, gamma, Tensor<Space>(gamma.shape()), set.number("eps", 1e-5f));
+    ops::layernorm_backward(dx, dgamma, dbeta, in[2], x, gamma, stats.mean, stats.rstd);
+    return {dx, dgamma, dbeta};
+  }
+  if (n == "rmsnorm_backward") {
+    const auto& x = in[0];
+    const auto& weight = in[1];
+    check_tensor("rmsnorm_backward", "X", x, 1, INT_MAX);
+    check_feature_vector("rmsnorm_backward", "weight", weight, x);
+    Tensor<Space> dx(x.shape(), "ptk::dX"), dweight(weight.shape(), "ptk::dweight");
+    const auto stats = ops::rmsnorm(x, weight, set.number("eps", 1e-5f));
+    ops::rmsnorm_backward(dx, dweight, in[2], x, weight, stats.rstd);
+    return {dx, dweight};
+  }
+  if (n == "gelu_backward" || n == "silu_backward") {
+    Tensor<Space> dx(in[0].shape(), "ptk::dX");
+    if (n == "gelu_backward") ops::gelu_backward(dx, in[0], in[1]);
+    else ops::silu_backward(dx, in[0], in[1]);
+    return {dx};
+  }
   throw std::logic_error("op table and dispatch disagree on '" + n + "'");
 }
 
@@ -218,7 +257,9 @@ void print_ops() {
                "targets: int32 or int64 .npy (ids in [0, V); targets in [0, V) or ignore_index). cross_entropy's\n"
                "loss is the mean over counted rows, a 0-d array; rope's layout is bthd ([B,T,H,D]) or bhtd ([B,H,T,D]).\n"
                "Backward ops write fresh gradients (dX = 0 + ...): embedding_backward gives dtable [vocab, C],\n"
-               "cross_entropy_backward recomputes the forward and gives dlogits for the loss scaled by dloss.\n";
+               "cross_entropy_backward recomputes the forward and gives dlogits for the loss scaled by dloss;\n"
+               "softmax_backward takes the forward's output Y (causal needs no key: masked Y are 0);\n"
+               "layernorm_backward and rmsnorm_backward recompute mean and rstd with the forward (eps as there).\n";
   for (const auto& op : kOps) {
     std::vector<std::string> keys;
     for (const auto& [k, v] : op.keys) keys.push_back(k + "=" + v);
