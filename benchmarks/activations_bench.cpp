@@ -29,7 +29,7 @@ void register_activations() {
       add_memcpy(family, shape, bytes);
     }
 
-  std::vector<std::int64_t> backward_sizes{1 << 20, 4096 * 3072};
+  std::vector<std::int64_t> backward_sizes{1 << 20};  // quick: one size
   if (!sweep().quick) backward_sizes = {1 << 16, 1 << 20, 4096 * 3072, 16384 * 3072, 8192 * 4096, 32768 * 768};
   for (const char* family : {"gelu_backward", "silu_backward"})
     for (auto n : backward_sizes) {
