@@ -64,8 +64,8 @@ void register_layernorm() {
     const auto shape = "rows=" + std::to_string(rows) + ",cols=" + std::to_string(cols);
     const double bytes = (4.0 * rows * cols + 5.0 * cols + 2.0 * rows) * sizeof(float);
     add("layernorm_backward", "ptk", shape, Rate::gbytes, bytes, [=] {
-      const auto x = random_tensor({rows, cols}, 4, -2, 2), gamma = random_tensor({cols}, 5), beta = random_tensor({cols}, 6);
-      const auto dy = random_tensor({rows, cols}, 9);
+      const auto x = random_tensor({rows, cols}, 4, -2, 2), dy = random_tensor({rows, cols}, 9);
+      const auto gamma = random_tensor({cols}, 5), beta = random_tensor({cols}, 6);
       const Tensor<Space> y({rows, cols}), mean({rows}), rstd({rows}), dx({rows, cols}), dgamma({cols}), dbeta({cols});
       kernels::layernorm_forward<Space>(y.rows(), mean.flat(), rstd.flat(), x.rows(), gamma.flat(), beta.flat(), 1e-5f);
       return std::function<void()>([=] {

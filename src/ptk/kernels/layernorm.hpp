@@ -1,8 +1,8 @@
 #pragma once
 // layernorm_forward: out[R,N] = (inp - mean) * rstd * weight[N] + bias[N] over the last dim, with
 // mean[R] and rstd[R] = 1/sqrt(var + eps) (biased variance) saved for the backward pass.
-// layernorm_backward: dout, inp [R,N], weight[N], mean, rstd [R] -> dinp[R,N], dweight[N], dbias[N], all +=;
-// x̂ = (inp - mean) rstd, g = dout weight: dinp += rstd (g - mean_j g - x̂ mean_j(g x̂)), dweight += Σ_r dout x̂, dbias += Σ_r dout.
+// layernorm_backward: dout, inp [R,N], weight[N], mean, rstd [R] -> dinp[R,N], dweight[N], dbias[N] (+=);
+// x̂ = (inp - mean) rstd, g = dout weight: dinp += rstd (g - mean g - x̂ mean(g x̂)), dweight += Σ dout x̂, dbias += Σ dout.
 #include <Kokkos_Core.hpp>
 
 #include "ptk/core/compat.hpp"
