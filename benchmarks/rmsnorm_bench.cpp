@@ -1,4 +1,5 @@
-// rmsnorm sweep (rows x cols): ptk against a memcpy of the same bytes (oneDNN 2.6 has no rmsnorm).
+// rmsnorm sweep (rows x cols): ptk against a memcpy of the same bytes (oneDNN 2.6 has no rmsnorm);
+// the same for rmsnorm_backward.
 #include <vector>
 
 #include "bench_common.hpp"
@@ -21,6 +22,26 @@ void register_rmsnorm() {
           [=] { kernels::rmsnorm_forward<Space>(y.rows(), rstd.flat(), x.rows(), weight.flat(), 1e-5f); });
     });
     add_memcpy("rmsnorm", shape, bytes);
+  }
+
+  // rmsnorm_backward: reads X, dY, dX and writes dX (it accumulates), plus rstd, weight and dweight.
+  std::vector<std::array<std::int64_t, 2>> backward_shapes{{4096, 1024}};  // quick: one shape
+  if (!sweep().quick)
+    backward_shapes = {{4096, 768}, {4096, 1024}, {1024, 4096}, {32768, 768}, {8192, 4096}, {16384, 768}, {4096, 8192}};
+  for (const auto& rows_cols : backward_shapes) {
+    const std::int64_t rows = rows_cols[0], cols = rows_cols[1];
+    const auto shape = "rows=" + std::to_string(rows) + ",cols=" + std::to_string(cols);
+    const double bytes = (4.0 * rows * cols + 3.0 * cols + rows) * sizeof(float);
+    add("rmsnorm_backward", "ptk", shape, Rate::gbytes, bytes, [=] {
+      const auto x = random_tensor({rows, cols}, 7, -2, 2), weight = random_tensor({cols}, 8);
+      const auto dy = random_tensor({rows, cols}, 10);
+      const Tensor<Space> y({rows, cols}), rstd({rows}), dx({rows, cols}), dweight({cols});
+      kernels::rmsnorm_forward<Space>(y.rows(), rstd.flat(), x.rows(), weight.flat(), 1e-5f);
+      return std::function<void()>([=] {
+        kernels::rmsnorm_backward<Space>(dx.rows(), dweight.flat(), dy.rows(), x.rows(), weight.flat(), rstd.flat());
+      });
+    });
+    add_memcpy("rmsnorm_backward", shape, bytes);
   }
 }
 

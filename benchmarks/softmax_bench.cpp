@@ -1,4 +1,5 @@
-// softmax sweep (rows x cols): ptk against oneDNN softmax and a memcpy of the same bytes.
+// softmax sweep (rows x cols): ptk against oneDNN softmax and a memcpy of the same bytes; the same
+// for softmax_backward (oneDNN's softmax backward), on the forward's full shapes and two quick ones.
 #include <oneapi/dnnl/dnnl.hpp>
 #include <vector>
 
@@ -36,6 +37,43 @@ void register_softmax() {
       });
     });
     add_memcpy("softmax", shape, bytes);
+  }
+
+  // softmax_backward: ptk reads Y, dY and dX and writes dX (it accumulates); oneDNN writes dX without
+  // reading it. Every impl is credited with ptk's 4 tensors, so the GB/s ratios are time ratios.
+  std::vector<std::array<std::int64_t, 2>> backward_shapes{{4096, 1024}};  // quick: one shape
+  if (!sweep().quick)
+    backward_shapes = {{4096, 128}, {4096, 512}, {4096, 1024}, {1024, 4096}, {32768, 768},
+                       {8192, 4096}, {16384, 1024}, {64, 50257}};
+  for (const auto& rows_cols : backward_shapes) {
+    const std::int64_t rows = rows_cols[0], cols = rows_cols[1];
+    const auto shape = "rows=" + std::to_string(rows) + ",cols=" + std::to_string(cols);
+    const double bytes = 4.0 * rows * cols * sizeof(float);
+    add("softmax_backward", "ptk", shape, Rate::gbytes, bytes, [=] {
+      const auto y = random_tensor({rows, cols}, 13, 0, 2.0f / cols), dy = random_tensor({rows, cols}, 14);
+      const Tensor<Space> dx({rows, cols});
+      return std::function<void()>([=] { kernels::softmax_backward<Space>(dx.rows(), y.rows(), dy.rows(), 1.0f); });
+    });
+    add("softmax_backward", "onednn", shape, Rate::gbytes, bytes, [=] {
+      using dnnl::memory;
+      const auto n = static_cast<std::size_t>(rows * cols);
+      auto data = std::make_shared<std::vector<float>>(3 * n, 0.5f);
+      auto engine = std::make_shared<dnnl::engine>(dnnl::engine::kind::cpu, 0);
+      auto stream = std::make_shared<dnnl::stream>(*engine);
+      const memory::desc md({rows, cols}, memory::data_type::f32, memory::format_tag::ab);
+      const dnnl::softmax_forward::primitive_desc hint(
+          dnnl::softmax_forward::desc(dnnl::prop_kind::forward_training, md, 1), *engine);
+      auto softmax = std::make_shared<dnnl::softmax_backward>(
+          dnnl::softmax_backward::primitive_desc(dnnl::softmax_backward::desc(md, md, 1), *engine, hint));
+      float* p = data->data();
+      const memory dst(md, *engine, p), diff_dst(md, *engine, p + n), diff_src(md, *engine, p + 2 * n);
+      return std::function<void()>([=] {
+        softmax->execute(*stream, {{DNNL_ARG_DST, dst}, {DNNL_ARG_DIFF_DST, diff_dst}, {DNNL_ARG_DIFF_SRC, diff_src}});
+        stream->wait();
+        (void)data;
+      });
+    });
+    add_memcpy("softmax_backward", shape, bytes);
   }
 }
 

@@ -85,10 +85,11 @@ inline Tolerance normalization_backward(std::int64_t cols, double magnitude) {
 }
 
 // dgamma, dbeta, dweight: a column sum over the rows of terms t formed in fp32 with `term_error` relative
-// error (dgamma: dy·x̂, x̂ carrying 2u and the product taken in double: 2u; dbeta: dy, exact; rmsnorm's
-// dweight: dy·x·r in double, exact to 2⁻⁵²), summed in double (rows·2⁻⁵³ of Σ|t|) and rounded once.
+// error (dgamma: dy·x̂, x̂ carrying 2u, the product u: 3u; dbeta: dy, exact; rmsnorm's dweight: dy·(x·r), 2u).
+// Each partial row adds up to 8 rows in fp32 (7u of their Σ|t|) before it adds them to a double sum
+// (ColumnPartials in row_traits.hpp); the double sums add rows·2⁻⁵³ of Σ|t| and are rounded once.
 inline Tolerance column_sum(std::int64_t rows, double sum_abs_terms, double term_error) {
-  return {tiny + (term_error + static_cast<double>(rows) * 0x1p-53) * sum_abs_terms, 2.0 * u};
+  return {tiny + (term_error + 7.0 * u + static_cast<double>(rows) * 0x1p-53) * sum_abs_terms, 2.0 * u};
 }
 
 // gelu / silu backward, per element: dx += dy·(s + t), s = σ(−a), t = x·a'·s(1 − s), a the exp argument

@@ -45,12 +45,17 @@ const std::vector<OpSpec> kOps = {
     {"matmul", {"A", "B"}, {"C"}, {{"trans_a", "0"}, {"trans_b", "0"}, {"impl", "portable"}}},
     {"matmul_backward", {"A", "B", "dC"}, {"dA", "dB"}, {{"trans_a", "0"}, {"trans_b", "0"}}},
     {"softmax", {"X"}, {"Y"}, {{"scale", "1"}, {"causal", "0"}}},
+    {"softmax_backward", {"Y", "dY"}, {"dX"}, {{"scale", "1"}}},
     {"layernorm", {"X", "gamma", "beta"}, {"Y"}, {{"eps", "1e-5"}}},
+    {"layernorm_backward", {"X", "gamma", "dY"}, {"dX", "dgamma", "dbeta"}, {{"eps", "1e-5"}}},
     {"rmsnorm", {"X", "weight"}, {"Y"}, {{"eps", "1e-5"}}},
+    {"rmsnorm_backward", {"X", "weight", "dY"}, {"dX", "dweight"}, {{"eps", "1e-5"}}},
     {"attention", {"Q", "K", "V"}, {"O", "lse"}, {{"causal", "0"}, {"scale", "1/sqrt(D)"}}},
     {"attention_backward", {"Q", "K", "V", "dO"}, {"dQ", "dK", "dV"}, {{"causal", "0"}, {"scale", "1/sqrt(D)"}}},
     {"gelu", {"X"}, {"Y"}, {}},
     {"silu", {"X"}, {"Y"}, {}},
+    {"gelu_backward", {"X", "dY"}, {"dX"}, {}},
+    {"silu_backward", {"X", "dY"}, {"dX"}, {}},
     {"embedding", {"ids", "table"}, {"out"}, {}},
     {"embedding_backward", {"ids", "dout"}, {"dtable"}, {{"vocab", "max id + 1"}}},
     {"cross_entropy", {"logits", "targets"}, {"loss", "losses", "lse"}, {{"ignore_index", "-100"}}},
@@ -145,8 +150,42 @@ std::vector<Tensor<Space>> run_tensors(const OpSpec& op, const std::vector<Tenso
     ops::attention_backward(dq, dk, dv, in[3], in[0], in[1], in[2], fwd.out, fwd.lse, scale, causal);
     return {dq, dk, dv};
   }
+  using ops::check_feature_vector;
+  using ops::check_tensor;
   if (n == "gelu") return {ops::gelu(in[0])};
   if (n == "silu") return {ops::silu(in[0])};
+  // Backward ops: gradients start from zero (a fresh tensor is zero-filled) and accumulate.
+  if (n == "softmax_backward") {
+    Tensor<Space> dx(in[0].shape(), "ptk::dX");
+    ops::softmax_backward(dx, in[0], in[1], set.number("scale", 1.0f));
+    return {dx};
+  }
+  if (n == "layernorm_backward") {
+    const auto& x = in[0];
+    const auto& gamma = in[1];
+    check_tensor("layernorm_backward", "X", x, 1, INT_MAX);  // before the forward's checks name "layernorm"
+    check_feature_vector("layernorm_backward", "gamma", gamma, x);
+    Tensor<Space> dx(x.shape(), "ptk::dX"), dgamma(gamma.shape(), "ptk::dgamma"), dbeta(gamma.shape(), "ptk::dbeta");
+    const auto stats = ops::layernorm(x, gamma, Tensor<Space>(gamma.shape()), set.number("eps", 1e-5f));
+    ops::layernorm_backward(dx, dgamma, dbeta, in[2], x, gamma, stats.mean, stats.rstd);
+    return {dx, dgamma, dbeta};
+  }
+  if (n == "rmsnorm_backward") {
+    const auto& x = in[0];
+    const auto& weight = in[1];
+    check_tensor("rmsnorm_backward", "X", x, 1, INT_MAX);
+    check_feature_vector("rmsnorm_backward", "weight", weight, x);
+    Tensor<Space> dx(x.shape(), "ptk::dX"), dweight(weight.shape(), "ptk::dweight");
+    const auto stats = ops::rmsnorm(x, weight, set.number("eps", 1e-5f));
+    ops::rmsnorm_backward(dx, dweight, in[2], x, weight, stats.rstd);
+    return {dx, dweight};
+  }
+  if (n == "gelu_backward" || n == "silu_backward") {
+    Tensor<Space> dx(in[0].shape(), "ptk::dX");
+    if (n == "gelu_backward") ops::gelu_backward(dx, in[0], in[1]);
+    else ops::silu_backward(dx, in[0], in[1]);
+    return {dx};
+  }
   throw std::logic_error("op table and dispatch disagree on '" + n + "'");
 }
 
@@ -238,6 +277,8 @@ void print_ops() {
                "cross_entropy_backward recomputes the forward and gives dlogits for the loss scaled by dloss;\n"
                "matmul_backward gives dA, dB shaped as A, B (a rank-2 operand's gradient summed over the batch);\n"
                "attention_backward runs the forward for O and lse, then gives dQ, dK, dV for the upstream dO.\n";
+               "softmax_backward takes the forward's output Y (causal needs no key: masked Y are 0);\n"
+               "layernorm_backward and rmsnorm_backward recompute mean and rstd with the forward (eps as there).\n";
   for (const auto& op : kOps) {
     std::vector<std::string> keys;
     for (const auto& [k, v] : op.keys) keys.push_back(k + "=" + v);

@@ -1,8 +1,8 @@
 #pragma once
 // layernorm_forward: out[R,N] = (inp - mean) * rstd * weight[N] + bias[N] over the last dim, with
 // mean[R] and rstd[R] = 1/sqrt(var + eps) (biased variance) saved for the backward pass.
-// layernorm_backward: dout, inp [R,N], weight[N], mean, rstd [R] -> dinp[R,N], dweight[N], dbias[N], all +=;
-// x̂ = (inp - mean) rstd, g = dout weight: dinp += rstd (g - mean_j g - x̂ mean_j(g x̂)), dweight += Σ_r dout x̂, dbias += Σ_r dout.
+// layernorm_backward: dout, inp [R,N], weight[N], mean, rstd [R] -> dinp[R,N], dweight[N], dbias[N] (+=);
+// x̂ = (inp - mean) rstd, g = dout weight: dinp += rstd (g - mean g - x̂ mean(g x̂)), dweight += Σ dout x̂, dbias += Σ dout.
 #include <Kokkos_Core.hpp>
 
 #include "ptk/core/compat.hpp"
@@ -85,14 +85,15 @@ void layernorm_forward(const Matrix<Space>& out, const Vector<Space>& mean, cons
 
 // Rows are mapped as in the forward pass, but blocked for the column sums (ColumnPartials in
 // row_traits.hpp): a team owns a block of rows, each of its threads a partial row of dweight and
-// dbias (in double). Three sweeps per row: the two row sums (blocked compensated, lane_sum), the
-// row comes from memory; then dinp and the partials, the row still in L1/L2.
+// dbias. Two sweeps per row: the two row sums (blocked compensated, lane_sum2; the row comes from
+// memory), then dinp and the row's terms of dweight and dbias (the row still in L1/L2).
 template <class Space>
 struct LayernormBackward {
   using Team = typename Kokkos::TeamPolicy<Space>::member_type;
   using Traits = RowTraits<Space>;
   Matrix<Space> dinp;
   Kokkos::View<double**, Kokkos::LayoutRight, Space> partial;  // [partials, 2 N]: dweight, then dbias
+  Matrix<Space> chunk;  // [partials, 2 N]: the same, for the rows of the current chunk, in fp32
   ConstMatrix<Space> dout, inp;
   ConstVector<Space> weight, mean, rstd;
   int rows_per_block;
@@ -103,19 +104,13 @@ struct LayernormBackward {
     const int last = first + rows_per_block < rows ? first + rows_per_block : rows;
     const int threads = team.team_size();
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, threads), [&](int t) {
-      double* pw = &partial(team.league_rank() * threads + t, 0);
-      double* pb = pw + cols;
-      Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, Traits::vector_length), [&](int v) {
-        lane_sweep<Traits>(0, cols, v, [&](int, int j) {
-          pw[j] = 0.0;
-          pb[j] = 0.0;
-        });
-      });
-      for (int row = first + t; row < last; row += threads) this->row(team, row, pw, pb);
+      const int p = team.league_rank() * threads + t;
+      walk_partial_rows<Traits>(team, first, last, t, threads, 2 * cols, &partial(p, 0), &chunk(p, 0),
+                                [&](int row, float* sums) { this->row(team, row, sums, sums + cols); });
     });
   }
 
-  KOKKOS_INLINE_FUNCTION void row(const Team& team, int row, double* pw, double* pb) const {
+  KOKKOS_INLINE_FUNCTION void row(const Team& team, int row, float* sw, float* sb) const {
     constexpr int L = Traits::lanes, V = Traits::vector_length, W = L * V;
     const int cols = static_cast<int>(inp.extent(1));
     const float* x = &inp(row, 0);
@@ -124,50 +119,50 @@ struct LayernormBackward {
     const float* w = weight.data();
     const float m = mean(row), r = rstd(row);
 
-    Compensated sum_g, sum_gx;
+    CompensatedPair sums;  // Σ g and Σ g x̂, g = dy w, x̂ = (x - m) r
     Kokkos::parallel_reduce(
         Kokkos::ThreadVectorRange(team, Traits::vector_length),
-        [&](int v, Compensated& total) { total.merge(lane_sum<Traits>(0, cols, v, [&](int j) { return dy[j] * w[j]; })); },
-        CompensatedSum<Space>(sum_g));
-    Kokkos::parallel_reduce(
-        Kokkos::ThreadVectorRange(team, Traits::vector_length),
-        [&](int v, Compensated& total) {
-          total.merge(lane_sum<Traits>(0, cols, v, [&](int j) { return dy[j] * w[j] * ((x[j] - m) * r); }));
+        [&](int v, CompensatedPair& total) {
+          total.merge(lane_sum2<Traits>(0, cols, v, [&](int j, float& g, float& gx) {
+            g = dy[j] * w[j];
+            gx = g * ((x[j] - m) * r);
+          }));
         },
-        CompensatedSum<Space>(sum_gx));
-    const float mean_g = static_cast<float>(sum_g.wide() / cols);
-    const float mean_gx = static_cast<float>(sum_gx.wide() / cols);
+        CompensatedPairSum<Space>(sums));
+    // dx += r g - r mean(g) - (x - m) r² mean(g x̂): the two row constants formed in double, rounded once.
+    const double rd = r;
+    const float a = static_cast<float>(rd * (sums.first.wide() / cols));
+    const float b = static_cast<float>(rd * rd * (sums.second.wide() / cols));
 
-    // A block's results are formed in local arrays before any is stored, so the host's vectorized
-    // block needs no runtime check of dx against x and dy (see lane_map).
-    const auto step = [&](int j, float& d, double& tw, double& tb) {
-      const float xh = (x[j] - m) * r;
-      d = dx[j] + r * (dy[j] * w[j] - mean_g - xh * mean_gx);
-      tw = static_cast<double>(dy[j]) * static_cast<double>(xh);
-      tb = static_cast<double>(dy[j]);
+    // One sweep writes dx and adds the row's terms dy x̂ and dy to the thread's chunk rows sw, sb.
+    // A block's values are formed in local arrays before any is stored, so no runtime check of dx,
+    // sw and sb against x and dy is needed (see lane_map).
+    const auto step = [&](int j, float& d, float& tw, float& tb) {
+      const float xm = x[j] - m;
+      d = dx[j] + ((r * (dy[j] * w[j]) - a) - xm * b);
+      tw = sw[j] + dy[j] * (xm * r);
+      tb = sb[j] + dy[j];
     };
     Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, Traits::vector_length), [&](int v) {
       const int full = cols / W * W;
-      for (int b = 0; b < full; b += W) {
-        float d[L];
-        double tw[L], tb[L];
-        for (int l = 0; l < L; ++l) step(b + l * V + v, d[l], tw[l], tb[l]);
+      for (int blk = 0; blk < full; blk += W) {
+        float d[L], tw[L], tb[L];
+        for (int l = 0; l < L; ++l) step(blk + l * V + v, d[l], tw[l], tb[l]);
         for (int l = 0; l < L; ++l) {
-          const int j = b + l * V + v;
+          const int j = blk + l * V + v;
           dx[j] = d[l];
-          pw[j] += tw[l];
-          pb[j] += tb[l];
+          sw[j] = tw[l];
+          sb[j] = tb[l];
         }
       }
       for (int l = 0; l < L; ++l) {
         const int j = full + l * V + v;
         if (j < cols) {
-          float d;
-          double tw, tb;
+          float d, tw, tb;
           step(j, d, tw, tb);
           dx[j] = d;
-          pw[j] += tw;
-          pb[j] += tb;
+          sw[j] = tw;
+          sb[j] = tb;
         }
       }
     });
@@ -183,9 +178,11 @@ void layernorm_backward(const Matrix<Space>& dinp, const Vector<Space>& dweight,
   const auto cut = column_partials<Space>(rows, cols);
   const Kokkos::View<double**, Kokkos::LayoutRight, Space> partial(
       Kokkos::view_alloc(Kokkos::WithoutInitializing, "ptk::layernorm_backward_partials"), cut.partials, 2 * cols);
+  const Matrix<Space> chunk(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ptk::layernorm_backward_chunks"),
+                            cut.partials, 2 * cols);
   Kokkos::parallel_for("ptk::layernorm_backward",
                        Kokkos::TeamPolicy<Space>(cut.blocks, Traits::team_size, Traits::vector_length),
-                       LayernormBackward<Space>{dinp, partial, dout, inp, weight, mean, rstd, cut.rows_per_block});
+                       LayernormBackward<Space>{dinp, partial, chunk, dout, inp, weight, mean, rstd, cut.rows_per_block});
   add_column_sums<Space>("ptk::layernorm_backward_dweight", dweight, partial, 0);
   add_column_sums<Space>("ptk::layernorm_backward_dbias", dbias, partial, cols);
 }

@@ -60,14 +60,15 @@ void rmsnorm_forward(const Matrix<Space>& out, const Vector<Space>& rstd, const 
 }
 
 // Rows are mapped as in layernorm_backward (a team owns a block of rows, each thread a partial row
-// of dweight in double; ColumnPartials in row_traits.hpp). Two sweeps per row: the row sum
-// Σ g inp (blocked compensated; the row comes from memory), then dinp and the partial row.
+// of dweight; ColumnPartials in row_traits.hpp). Two sweeps per row: the row sum Σ g inp (blocked
+// compensated; the row comes from memory), then dinp and the row's terms of dweight.
 template <class Space>
 struct RmsnormBackward {
   using Team = typename Kokkos::TeamPolicy<Space>::member_type;
   using Traits = RowTraits<Space>;
   Matrix<Space> dinp;
   Kokkos::View<double**, Kokkos::LayoutRight, Space> partial;  // [partials, N]
+  Matrix<Space> chunk;  // [partials, N]: the current chunk of rows, in fp32
   ConstMatrix<Space> dout, inp;
   ConstVector<Space> weight, rstd;
   int rows_per_block;
@@ -78,14 +79,13 @@ struct RmsnormBackward {
     const int last = first + rows_per_block < rows ? first + rows_per_block : rows;
     const int threads = team.team_size();
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, threads), [&](int t) {
-      double* pw = &partial(team.league_rank() * threads + t, 0);
-      Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, Traits::vector_length),
-                           [&](int v) { lane_sweep<Traits>(0, cols, v, [&](int, int j) { pw[j] = 0.0; }); });
-      for (int row = first + t; row < last; row += threads) this->row(team, row, pw);
+      const int p = team.league_rank() * threads + t;
+      walk_partial_rows<Traits>(team, first, last, t, threads, cols, &partial(p, 0), &chunk(p, 0),
+                                [&](int row, float* sums) { this->row(team, row, sums); });
     });
   }
 
-  KOKKOS_INLINE_FUNCTION void row(const Team& team, int row, double* pw) const {
+  KOKKOS_INLINE_FUNCTION void row(const Team& team, int row, float* sw) const {
     constexpr int L = Traits::lanes, V = Traits::vector_length, W = L * V;
     const int cols = static_cast<int>(inp.extent(1));
     const float* x = &inp(row, 0);
@@ -105,31 +105,31 @@ struct RmsnormBackward {
     const double rd = r;
     const float c = static_cast<float>(rd * rd * rd * (sum_gx.wide() / cols));
 
-    // Results are formed in local arrays before any is stored (see lane_map).
-    const auto step = [&](int j, float& d, double& tw) {
+    // One sweep writes dx and adds the row's terms dy x r to the thread's chunk row sw. A block's
+    // values are formed in local arrays before any is stored, so no runtime check of dx and sw
+    // against x and dy is needed (see lane_map).
+    const auto step = [&](int j, float& d, float& tw) {
       d = dx[j] + (r * (dy[j] * w[j]) - x[j] * c);
-      tw = static_cast<double>(dy[j]) * static_cast<double>(x[j]) * rd;
+      tw = sw[j] + dy[j] * (x[j] * r);
     };
     Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, Traits::vector_length), [&](int v) {
       const int full = cols / W * W;
-      for (int b = 0; b < full; b += W) {
-        float d[L];
-        double tw[L];
-        for (int l = 0; l < L; ++l) step(b + l * V + v, d[l], tw[l]);
+      for (int blk = 0; blk < full; blk += W) {
+        float d[L], tw[L];
+        for (int l = 0; l < L; ++l) step(blk + l * V + v, d[l], tw[l]);
         for (int l = 0; l < L; ++l) {
-          const int j = b + l * V + v;
+          const int j = blk + l * V + v;
           dx[j] = d[l];
-          pw[j] += tw[l];
+          sw[j] = tw[l];
         }
       }
       for (int l = 0; l < L; ++l) {
         const int j = full + l * V + v;
         if (j < cols) {
-          float d;
-          double tw;
+          float d, tw;
           step(j, d, tw);
           dx[j] = d;
-          pw[j] += tw;
+          sw[j] = tw;
         }
       }
     });
@@ -144,9 +144,11 @@ void rmsnorm_backward(const Matrix<Space>& dinp, const Vector<Space>& dweight, c
   const auto cut = column_partials<Space>(rows, cols);
   const Kokkos::View<double**, Kokkos::LayoutRight, Space> partial(
       Kokkos::view_alloc(Kokkos::WithoutInitializing, "ptk::rmsnorm_backward_partials"), cut.partials, cols);
+  const Matrix<Space> chunk(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ptk::rmsnorm_backward_chunks"),
+                            cut.partials, cols);
   Kokkos::parallel_for("ptk::rmsnorm_backward",
                        Kokkos::TeamPolicy<Space>(cut.blocks, Traits::team_size, Traits::vector_length),
-                       RmsnormBackward<Space>{dinp, partial, dout, inp, weight, rstd, cut.rows_per_block});
+                       RmsnormBackward<Space>{dinp, partial, chunk, dout, inp, weight, rstd, cut.rows_per_block});
   add_column_sums<Space>("ptk::rmsnorm_backward_dweight", dweight, partial, 0);
 }
 

@@ -30,63 +30,13 @@ struct RowTraits {
 
   // Column sums of the backward passes (dgamma, dbeta, dweight), see ColumnPartials below: at most
   // `max_partials` partial rows (one per team thread), and at most `max_partial_elements` doubles
-  // per summed quantity, with at least `min_rows_per_partial` rows behind each.
+  // per summed quantity, with at least `min_rows_per_partial` rows behind each. A partial row
+  // gathers `chunk_rows` rows in fp32 before it adds them to its double sums.
   static constexpr int max_partials = host ? 128 : 2048;
   static constexpr int max_partial_elements = host ? (1 << 18) : (1 << 21);
   static constexpr int min_rows_per_partial = host ? 16 : 4;
+  static constexpr int chunk_rows = 8;
 };
-
-// How a backward pass sums per-row terms over the rows into per-column gradients without atomics,
-// deterministically: the rows are cut into `blocks` contiguous blocks of `rows_per_block` rows, one
-// team each. Thread t of block b sums rows first + t, first + t + team_size, ... (in that order, in
-// double) into partial row b * team_size + t of a [partials, cols] buffer; a second kernel
-// (add_column_sums) adds the partial rows column by column in partial order. The cut depends on
-// the shape alone, so results are bitwise identical run to run, for any thread count.
-struct ColumnPartials {
-  int blocks, rows_per_block, team_size, partials;
-};
-
-template <class Space>
-ColumnPartials column_partials(int rows, int cols) {
-  using T = RowTraits<Space>;
-  int want = (rows + T::min_rows_per_partial - 1) / T::min_rows_per_partial;
-  if (want > T::max_partials) want = T::max_partials;
-  if (want > T::max_partial_elements / cols) want = T::max_partial_elements / cols;
-  if (want < 1) want = 1;
-  int blocks = (want + T::team_size - 1) / T::team_size;
-  const int rows_per_block = (rows + blocks - 1) / blocks;
-  blocks = (rows + rows_per_block - 1) / rows_per_block;  // no empty block
-  return {blocks, rows_per_block, T::team_size, blocks * T::team_size};
-}
-
-// out[j] += sum over p of partial(p, offset + j), for j in [0, out.extent(0)): the sum in double in
-// increasing p, added to out[j] in double and rounded once. 32 columns an iteration on the host
-// (vectorized), one a thread on a GPU (coalesced).
-template <class Space>
-void add_column_sums(const char* label, const Kokkos::View<float*, Kokkos::LayoutRight, Space>& out,
-                     const Kokkos::View<const double**, Kokkos::LayoutRight, Space>& partial, int offset) {
-  constexpr int B = RowTraits<Space>::elementwise_block;
-  const int cols = static_cast<int>(out.extent(0));
-  const int partials = static_cast<int>(partial.extent(0));
-  Kokkos::parallel_for(
-      label, Kokkos::RangePolicy<Space>(0, (cols + B - 1) / B), KOKKOS_LAMBDA(const int block) {
-        const int begin = block * B;
-        if (begin + B <= cols) {
-          double s[B] = {};
-          for (int p = 0; p < partials; ++p) {
-            const double* row = &partial(p, offset + begin);
-            for (int l = 0; l < B; ++l) s[l] += row[l];
-          }
-          for (int l = 0; l < B; ++l) out(begin + l) = static_cast<float>(static_cast<double>(out(begin + l)) + s[l]);
-        } else {
-          for (int j = begin; j < cols; ++j) {
-            double s = 0;
-            for (int p = 0; p < partials; ++p) s += partial(p, offset + j);
-            out(j) = static_cast<float>(static_cast<double>(out(j)) + s);
-          }
-        }
-      });
-}
 
 // Calls f(l, j) for the columns j in [begin, end) that belong to vector lane v, l being the
 // partial-sum slot of j (see above). Full blocks run a fixed-trip-count loop over l.
@@ -209,6 +159,54 @@ KOKKOS_INLINE_FUNCTION Compensated lane_sum(int begin, int end, int v, const Ter
   return merge_slots(s, c);
 }
 
+// Two compensated sums taken in one sweep (the backward passes need Σ a and Σ b over the same
+// row): term(j, a, b) sets both terms of column j; blocking, compensation and merge as lane_sum.
+struct CompensatedPair {
+  Compensated first, second;
+  KOKKOS_INLINE_FUNCTION void merge(const CompensatedPair& o) {
+    first.merge(o.first);
+    second.merge(o.second);
+  }
+};
+
+template <class Traits, class Term>
+KOKKOS_INLINE_FUNCTION CompensatedPair lane_sum2(int begin, int end, int v, const Term& term) {
+  constexpr int L = Traits::lanes, V = Traits::vector_length, W = L * V, C = Traits::chunk_blocks;
+  float s1[L] = {}, c1[L] = {}, s2[L] = {}, c2[L] = {};
+  const auto kahan = [&](float (&s)[L], float (&c)[L], const float (&p)[L]) {
+    for (int l = 0; l < L; ++l) {
+      const float y = p[l] - c[l];
+      const float t = s[l] + y;
+      c[l] = (t - s[l]) - y;
+      s[l] = t;
+    }
+  };
+  const int full = begin + (end - begin) / W * W;
+  for (int b = begin; b < full;) {
+    const int stop = full - b > C * W ? b + C * W : full;
+    float p1[L] = {}, p2[L] = {};
+    for (; b < stop; b += W)
+      for (int l = 0; l < L; ++l) {
+        float a, t;
+        term(b + l * V + v, a, t);
+        p1[l] += a;
+        p2[l] += t;
+      }
+    kahan(s1, c1, p1);
+    kahan(s2, c2, p2);
+  }
+  if (full < end) {
+    float p1[L] = {}, p2[L] = {};
+    for (int l = 0; l < L; ++l) {
+      const int j = full + l * V + v;
+      if (j < end) term(j, p1[l], p2[l]);
+    }
+    kahan(s1, c1, p1);
+    kahan(s2, c2, p2);
+  }
+  return CompensatedPair{merge_slots(s1, c1), merge_slots(s2, c2)};
+}
+
 // Pairwise sum and NaN-skipping max of L slots (log2(L) dependent steps). Overwrite v.
 template <int L>
 KOKKOS_INLINE_FUNCTION float tree_sum(float (&v)[L]) {
@@ -238,5 +236,107 @@ struct CompensatedSum {
   KOKKOS_INLINE_FUNCTION result_view_type view() const { return result_view_type(value); }
   KOKKOS_INLINE_FUNCTION bool references_scalar() const { return true; }
 };
+
+// Kokkos reducer over CompensatedPair (two sums in one ThreadVectorRange reduction).
+template <class Space>
+struct CompensatedPairSum {
+  using reducer = CompensatedPairSum;
+  using value_type = CompensatedPair;
+  using result_view_type = Kokkos::View<value_type, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>;
+
+  value_type* value;
+  KOKKOS_INLINE_FUNCTION explicit CompensatedPairSum(value_type& v) : value(&v) {}
+  KOKKOS_INLINE_FUNCTION void join(value_type& dest, const value_type& src) const { dest.merge(src); }
+  KOKKOS_INLINE_FUNCTION void init(value_type& v) const { v = CompensatedPair{}; }
+  KOKKOS_INLINE_FUNCTION value_type& reference() const { return *value; }
+  KOKKOS_INLINE_FUNCTION result_view_type view() const { return result_view_type(value); }
+  KOKKOS_INLINE_FUNCTION bool references_scalar() const { return true; }
+};
+
+// How a backward pass sums per-row terms over the rows into per-column gradients without atomics,
+// deterministically: the rows are cut into `blocks` contiguous blocks of `rows_per_block` rows, one
+// team each. Thread t of block b owns partial row p = b * team_size + t: it visits rows
+// first + t, first + t + team_size, ... in order, adds each row's terms into an fp32 chunk row
+// chunk(p, :) and, every `chunk_rows` rows and at the end, adds the chunk into the double row
+// partial(p, :) (so a term passes through at most chunk_rows - 1 fp32 additions, and the many
+// per-element conversions to double are paid once per chunk). A second kernel (add_column_sums)
+// adds the partial rows column by column in partial order. The cut depends on the shape alone, so
+// results are bitwise identical run to run, for any thread count.
+struct ColumnPartials {
+  int blocks, rows_per_block, team_size, partials;
+};
+
+template <class Space>
+ColumnPartials column_partials(int rows, int cols) {
+  using T = RowTraits<Space>;
+  int want = (rows + T::min_rows_per_partial - 1) / T::min_rows_per_partial;
+  if (want > T::max_partials) want = T::max_partials;
+  if (want > T::max_partial_elements / cols) want = T::max_partial_elements / cols;
+  if (want < 1) want = 1;
+  int blocks = (want + T::team_size - 1) / T::team_size;
+  const int rows_per_block = (rows + blocks - 1) / blocks;
+  blocks = (rows + rows_per_block - 1) / rows_per_block;  // no empty block
+  return {blocks, rows_per_block, T::team_size, blocks * T::team_size};
+}
+
+// The walk of one team thread over its rows (see ColumnPartials): zeroes its `width` accumulated
+// columns (`partial` in double, `chunk` in fp32), calls row(r, chunk) for each of its rows, which
+// adds that row's terms into chunk[0, width), and flushes chunk into partial every chunk_rows rows.
+template <class Traits, class Team, class Row>
+KOKKOS_INLINE_FUNCTION void walk_partial_rows(const Team& team, int first, int last, int t, int threads, int width,
+                                              double* partial, float* chunk, const Row& row) {
+  Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, Traits::vector_length), [&](int v) {
+    lane_sweep<Traits>(0, width, v, [&](int, int j) {
+      partial[j] = 0.0;
+      chunk[j] = 0.0f;
+    });
+  });
+  const auto flush = [&]() {
+    Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, Traits::vector_length), [&](int v) {
+      lane_sweep<Traits>(0, width, v, [&](int, int j) {
+        partial[j] += static_cast<double>(chunk[j]);
+        chunk[j] = 0.0f;
+      });
+    });
+  };
+  int in_chunk = 0;
+  for (int r = first + t; r < last; r += threads) {
+    row(r, chunk);
+    if (++in_chunk == Traits::chunk_rows) {
+      flush();
+      in_chunk = 0;
+    }
+  }
+  if (in_chunk > 0) flush();
+}
+
+// out[j] += sum over p of partial(p, offset + j), for j in [0, out.extent(0)): the sum in double in
+// increasing p, added to out[j] in double and rounded once. 32 columns an iteration on the host
+// (vectorized), one a thread on a GPU (coalesced).
+template <class Space>
+void add_column_sums(const char* label, const Kokkos::View<float*, Kokkos::LayoutRight, Space>& out,
+                     const Kokkos::View<const double**, Kokkos::LayoutRight, Space>& partial, int offset) {
+  constexpr int B = RowTraits<Space>::elementwise_block;
+  const int cols = static_cast<int>(out.extent(0));
+  const int partials = static_cast<int>(partial.extent(0));
+  Kokkos::parallel_for(
+      label, Kokkos::RangePolicy<Space>(0, (cols + B - 1) / B), KOKKOS_LAMBDA(const int block) {
+        const int begin = block * B;
+        if (begin + B <= cols) {
+          double s[B] = {};
+          for (int p = 0; p < partials; ++p) {
+            const double* row = &partial(p, offset + begin);
+            for (int l = 0; l < B; ++l) s[l] += row[l];
+          }
+          for (int l = 0; l < B; ++l) out(begin + l) = static_cast<float>(static_cast<double>(out(begin + l)) + s[l]);
+        } else {
+          for (int j = begin; j < cols; ++j) {
+            double s = 0;
+            for (int p = 0; p < partials; ++p) s += partial(p, offset + j);
+            out(j) = static_cast<float>(static_cast<double>(out(j)) + s);
+          }
+        }
+      });
+}
 
 }  // namespace ptk::kernels
