@@ -42,7 +42,7 @@ void check_add(const AddCase& c) {
   kernels::bias_forward<Space>(Y.rows(), A.rows(), Bias.flat());
   EXPECT_TRUE(all_close(Y.to_vector(), want, shape, Tolerance{0, tolerance::u})) << "bias_forward " << Space::name();
 
-  // dbias += column sums of dY (summed in double by both: one rounding, plus the one of the += ).
+  // dbias += column sums of dY: both sum in double and round once; the summation orders differ.
   std::vector<float> dbias = bias;
   reference::bias_backward(dbias.data(), a.data(), c.rows, c.cols);
   const auto dBias = Tensor<Space>::from_host({c.cols}, bias);

@@ -41,8 +41,9 @@ void bias_forward(const Matrix<Space>& out, const ConstMatrix<Space>& inp, const
       KOKKOS_LAMBDA(const int r, const int c) { out(r, c) = inp(r, c) + bias(c); });
 }
 
-// One work item per group of kBiasColumns adjacent columns walks every row in order and sums in double:
-// deterministic (no atomics, a fixed order for any thread count) and accurate for any number of rows.
+// One work item per group of kBiasColumns adjacent columns walks every row in order and sums in double,
+// adding the old gradient in double too: one rounding per element, deterministic (no atomics, a fixed order
+// for any thread count) and accurate for any number of rows.
 // Host: 16 columns a group, so a row's read is one cache line and the 16 sums vectorize; GPU: one
 // column a thread, consecutive threads reading consecutive columns (coalesced).
 template <class Space>
@@ -58,11 +59,11 @@ struct BiasBackward {
     if (first + kBiasColumns <= cols) {
       for (int r = 0; r < rows; ++r)
         for (int c = 0; c < kBiasColumns; ++c) sum[c] += static_cast<double>(dout(r, first + c));
-      for (int c = 0; c < kBiasColumns; ++c) dbias(first + c) += static_cast<float>(sum[c]);
+      for (int c = 0; c < kBiasColumns; ++c) dbias(first + c) = static_cast<float>(dbias(first + c) + sum[c]);
     } else {
       for (int r = 0; r < rows; ++r)
         for (int c = first; c < cols; ++c) sum[c - first] += static_cast<double>(dout(r, c));
-      for (int c = first; c < cols; ++c) dbias(c) += static_cast<float>(sum[c - first]);
+      for (int c = first; c < cols; ++c) dbias(c) = static_cast<float>(dbias(c) + sum[c - first]);
     }
   }
 };
