@@ -24,23 +24,11 @@ KOKKOS_INLINE_FUNCTION float gelu_value(float v) {
   return num / (1.0f + fast_exp_clamped(a));
 }
 
-// One iteration handles RowTraits<Space>::elementwise_block consecutive elements (32 on the host,
-// a fixed-trip-count loop the compiler vectorizes; 1 on a GPU, for coalesced loads).
 template <class Space>
 void gelu_forward(const Vector<Space>& out, const ConstVector<Space>& inp) {
-  constexpr int B = RowTraits<Space>::elementwise_block;
-  const std::size_t n = inp.extent(0);
   const float* x = inp.data();
-  float* y = out.data();
-  Kokkos::parallel_for(
-      "ptk::gelu_forward", Kokkos::RangePolicy<Space>(0, (n + B - 1) / B), KOKKOS_LAMBDA(const std::size_t block) {
-        const std::size_t begin = block * B;
-        if (begin + B <= n) {
-          for (int l = 0; l < B; ++l) y[begin + l] = gelu_value(x[begin + l]);
-        } else {
-          for (std::size_t i = begin; i < n; ++i) y[i] = gelu_value(x[i]);
-        }
-      });
+  elementwise<Space>("ptk::gelu_forward", inp.extent(0), out.data(),
+                     KOKKOS_LAMBDA(const std::size_t i) { return gelu_value(x[i]); });
 }
 
 // gelu'(v). With a = -2u (the forward's exp argument), E = e^-|a| <= 1 and D = 1 / (1 + E):
@@ -63,22 +51,11 @@ KOKKOS_INLINE_FUNCTION float gelu_grad(float v) {
 
 template <class Space>
 void gelu_backward(const Vector<Space>& dinp, const ConstVector<Space>& inp, const ConstVector<Space>& dout) {
-  constexpr int B = RowTraits<Space>::elementwise_block;
-  const std::size_t n = inp.extent(0);
   const float* x = inp.data();
   const float* dy = dout.data();
   float* dx = dinp.data();
-  Kokkos::parallel_for(
-      "ptk::gelu_backward", Kokkos::RangePolicy<Space>(0, (n + B - 1) / B), KOKKOS_LAMBDA(const std::size_t block) {
-        const std::size_t begin = block * B;
-        if (begin + B <= n) {
-          float t[B];  // formed before any store: no runtime check of dx against x and dy
-          for (int l = 0; l < B; ++l) t[l] = dx[begin + l] + dy[begin + l] * gelu_grad(x[begin + l]);
-          for (int l = 0; l < B; ++l) dx[begin + l] = t[l];
-        } else {
-          for (std::size_t i = begin; i < n; ++i) dx[i] += dy[i] * gelu_grad(x[i]);
-        }
-      });
+  elementwise<Space>("ptk::gelu_backward", inp.extent(0), dx,
+                     KOKKOS_LAMBDA(const std::size_t i) { return dx[i] + dy[i] * gelu_grad(x[i]); });
 }
 
 }  // namespace ptk::kernels

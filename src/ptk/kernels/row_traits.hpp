@@ -339,4 +339,24 @@ void add_column_sums(const char* label, const Kokkos::View<float*, Kokkos::Layou
       });
 }
 
+// The elementwise kernels (gelu, silu, forward and backward): y[i] = value(i) for i in [0, n), in
+// iterations of RowTraits<Space>::elementwise_block consecutive elements (host: 32, a fixed-trip-count
+// loop the compiler vectorizes; GPU: 1, for coalesced loads). A block's values are formed before any is
+// stored, so y may be one of value's inputs (dx += ...) without a runtime overlap check.
+template <class Space, class Value>
+void elementwise(const char* label, std::size_t n, float* y, const Value& value) {
+  constexpr int B = RowTraits<Space>::elementwise_block;
+  Kokkos::parallel_for(
+      label, Kokkos::RangePolicy<Space>(0, (n + B - 1) / B), KOKKOS_LAMBDA(const std::size_t block) {
+        const std::size_t begin = block * B;
+        if (begin + B <= n) {
+          float t[B];
+          for (int l = 0; l < B; ++l) t[l] = value(begin + l);
+          for (int l = 0; l < B; ++l) y[begin + l] = t[l];
+        } else {
+          for (std::size_t i = begin; i < n; ++i) y[i] = value(i);
+        }
+      });
+}
+
 }  // namespace ptk::kernels

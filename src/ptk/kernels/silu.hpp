@@ -21,23 +21,11 @@ KOKKOS_INLINE_FUNCTION float silu_value(float v) {
   return num / (1.0f + fast_exp_clamped(a));
 }
 
-// One iteration handles RowTraits<Space>::elementwise_block consecutive elements (32 on the host,
-// a fixed-trip-count loop the compiler vectorizes; 1 on a GPU, for coalesced loads).
 template <class Space>
 void silu_forward(const Vector<Space>& out, const ConstVector<Space>& inp) {
-  constexpr int B = RowTraits<Space>::elementwise_block;
-  const std::size_t n = inp.extent(0);
   const float* x = inp.data();
-  float* y = out.data();
-  Kokkos::parallel_for(
-      "ptk::silu_forward", Kokkos::RangePolicy<Space>(0, (n + B - 1) / B), KOKKOS_LAMBDA(const std::size_t block) {
-        const std::size_t begin = block * B;
-        if (begin + B <= n) {
-          for (int l = 0; l < B; ++l) y[begin + l] = silu_value(x[begin + l]);
-        } else {
-          for (std::size_t i = begin; i < n; ++i) y[i] = silu_value(x[i]);
-        }
-      });
+  elementwise<Space>("ptk::silu_forward", inp.extent(0), out.data(),
+                     KOKKOS_LAMBDA(const std::size_t i) { return silu_value(x[i]); });
 }
 
 // silu'(v) = s + v s (1 - s), s = σ(v), formed as gelu_grad does (gelu.hpp) with a = -v: E = e^-|v|,
@@ -54,22 +42,11 @@ KOKKOS_INLINE_FUNCTION float silu_grad(float v) {
 
 template <class Space>
 void silu_backward(const Vector<Space>& dinp, const ConstVector<Space>& inp, const ConstVector<Space>& dout) {
-  constexpr int B = RowTraits<Space>::elementwise_block;
-  const std::size_t n = inp.extent(0);
   const float* x = inp.data();
   const float* dy = dout.data();
   float* dx = dinp.data();
-  Kokkos::parallel_for(
-      "ptk::silu_backward", Kokkos::RangePolicy<Space>(0, (n + B - 1) / B), KOKKOS_LAMBDA(const std::size_t block) {
-        const std::size_t begin = block * B;
-        if (begin + B <= n) {
-          float t[B];  // formed before any store: no runtime check of dx against x and dy
-          for (int l = 0; l < B; ++l) t[l] = dx[begin + l] + dy[begin + l] * silu_grad(x[begin + l]);
-          for (int l = 0; l < B; ++l) dx[begin + l] = t[l];
-        } else {
-          for (std::size_t i = begin; i < n; ++i) dx[i] += dy[i] * silu_grad(x[i]);
-        }
-      });
+  elementwise<Space>("ptk::silu_backward", inp.extent(0), dx,
+                     KOKKOS_LAMBDA(const std::size_t i) { return dx[i] + dy[i] * silu_grad(x[i]); });
 }
 
 }  // namespace ptk::kernels
