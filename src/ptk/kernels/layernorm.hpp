@@ -11,11 +11,17 @@
 
 namespace ptk::kernels {
 
-// Rows are mapped by RowTraits (row_traits.hpp). Three sweeps per row; the first brings the row
-// from memory, the other two find it in L1/L2 (a row of up to ~64 K floats). Mean: blocked
-// compensated sum (lane_sum). Variance: two-pass, sum (x - mean)^2 / n, blocked compensated, so a
-// row of large nearly equal values (1000 + N(0,1)) keeps full accuracy and a constant row has
-// variance 0 exactly.
+// Rows are mapped by RowTraits (row_traits.hpp). Two sweeps per row; the first brings the row
+// from memory, the second finds it in L1/L2 (a row of up to ~64 K floats). Mean and variance come
+// from one sweep of shifted sums: with K the mean of the row's first min(n, 16) values (in double,
+// rounded once), d = x - K, the sweep takes Σ d and Σ d² together, blocked and compensated
+// (lane_sum2); then mean = K + Σd / n and var = Σd² / n - (Σd / n)², both in double. The shift
+// keeps the cancellation small: with k = |mean - K| / σ the variance is off by about
+// row_reduction(n) · (1 + k)² relative, and k ≈ 1/4 for a row whose first 16 values look like the
+// rest (1000 + N(0,1) included; docs/tolerances.md). A constant row has K equal to its value, so
+// d = 0 and the variance is 0 exactly. The two sweeps are software-pipelined over a team thread's
+// rows as in rmsnorm_forward: the output sweep of one row takes the sums of the thread's next row
+// (lane_sum2_map), so the loads from memory never pause for the in-cache sweep.
 template <class Space>
 struct LayernormForward {
   using Team = typename Kokkos::TeamPolicy<Space>::member_type;
@@ -26,51 +32,82 @@ struct LayernormForward {
   ConstVector<Space> weight, bias;
   float eps;
 
+  struct Stats {
+    float m, r;
+  };
+
   KOKKOS_INLINE_FUNCTION void operator()(const Team& team) const {
     const int rows = static_cast<int>(inp.extent(0));
     const int first = team.league_rank() * Traits::rows_per_team;
     const int last = first + Traits::rows_per_team < rows ? first + Traits::rows_per_team : rows;
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, first, last), [&](int row) { this->row(team, row); });
+    const int threads = team.team_size();
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, threads), [&](int t) {
+      int row = first + t;
+      if (row >= last) return;
+      Stats st = this->stats(team, row, Stats{0.0f, 0.0f}, -1);
+      for (;;) {
+        const int next = row + threads;
+        if (next >= last) {
+          this->stats(team, -1, st, row);
+          break;
+        }
+        st = this->stats(team, next, st, row);
+        row = next;
+      }
+    });
   }
 
-  KOKKOS_INLINE_FUNCTION void row(const Team& team, int row) const {
+  // The mean and rstd of row `row` (row >= 0; saved), and, with prev >= 0, out row `prev` written
+  // from its statistics sp in the same sweep (row < 0: that output alone, the pipeline's last).
+  KOKKOS_INLINE_FUNCTION Stats stats(const Team& team, int row, const Stats sp, int prev) const {
+    constexpr int S = 16;  // values averaged for the shift K
     const int cols = static_cast<int>(inp.extent(1));
-    const float* x = &inp(row, 0);
-    float* y = &out(row, 0);
     const float* w = weight.data();
     const float* b = bias.data();
+    const float* xp = prev >= 0 ? &inp(prev, 0) : nullptr;
+    float* y = prev >= 0 ? &out(prev, 0) : nullptr;
+    const float mp = sp.m, rp = sp.r;
+    const auto value = [&](int j) { return (xp[j] - mp) * rp * w[j] + b[j]; };
+    if (row < 0) {
+      Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, Traits::vector_length),
+                           [&](int v) { lane_map<Traits>(0, cols, v, y, value); });
+      return sp;
+    }
+    const float* x = &inp(row, 0);
 
-    Compensated sum;
-    Kokkos::parallel_reduce(
-        Kokkos::ThreadVectorRange(team, Traits::vector_length),
-        [&](int v, Compensated& total) { total.merge(lane_sum<Traits>(0, cols, v, [&](int j) { return x[j]; })); },
-        CompensatedSum<Space>(sum));
+    // K: the mean of the first min(cols, S) values, summed pairwise in double (exact unless they
+    // span more than 2^25 in magnitude, so a constant row gives its value back) and rounded once.
+    double head[S];
+    for (int l = 0; l < S; ++l) head[l] = l < cols ? static_cast<double>(x[l]) : 0.0;
+    const float k = static_cast<float>(tree_sum(head) / (cols < S ? cols : S));
+    const auto term = [&](int j, float& d, float& d2) {
+      d = x[j] - k;
+      d2 = d * d;
+    };
+
+    CompensatedPair sums;  // Σ d and Σ d², d = x - K
+    if (prev >= 0) {
+      Kokkos::parallel_reduce(
+          Kokkos::ThreadVectorRange(team, Traits::vector_length),
+          [&](int v, CompensatedPair& total) { total.merge(lane_sum2_map<Traits>(0, cols, v, term, y, value)); },
+          CompensatedPairSum<Space>(sums));
+    } else {
+      Kokkos::parallel_reduce(
+          Kokkos::ThreadVectorRange(team, Traits::vector_length),
+          [&](int v, CompensatedPair& total) { total.merge(lane_sum2<Traits>(0, cols, v, term)); },
+          CompensatedPairSum<Space>(sums));
+    }
     // The per-row scalars are formed in double (one division and square root a row): each is then
     // a single rounding from the compensated sums.
-    const float m = static_cast<float>(sum.wide() / cols);
-
-    // The textbook correction -(sum d)^2 / n is left out: with the compensated mean, sum d is
-    // about n u |mean|, and its square / n is (u |mean| / spread)^2 relative, far below u.
-    Compensated squares;
-    Kokkos::parallel_reduce(
-        Kokkos::ThreadVectorRange(team, Traits::vector_length),
-        [&](int v, Compensated& total) {
-          total.merge(lane_sum<Traits>(0, cols, v, [&](int j) {
-            const float d = x[j] - m;
-            return d * d;
-          }));
-        },
-        CompensatedSum<Space>(squares));
-    const double var = squares.wide() / cols;
+    const double shift_mean = sums.first.wide() / cols;
+    const float m = static_cast<float>(static_cast<double>(k) + shift_mean);
+    const double var = sums.second.wide() / cols - shift_mean * shift_mean;
     const float r = static_cast<float>(1.0 / compat::sqrt((var > 0 ? var : 0.0) + static_cast<double>(eps)));
-
-    Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, Traits::vector_length), [&](int v) {
-      lane_map<Traits>(0, cols, v, y, [&](int j) { return (x[j] - m) * r * w[j] + b[j]; });
-    });
     Kokkos::single(Kokkos::PerThread(team), [&]() {
       mean(row) = m;
       rstd(row) = r;
     });
+    return Stats{m, r};
   }
 };
 

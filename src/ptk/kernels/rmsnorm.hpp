@@ -12,7 +12,10 @@
 namespace ptk::kernels {
 
 // Rows are mapped by RowTraits (row_traits.hpp). Two sweeps per row: a blocked compensated sum of
-// squares (the row comes from memory), then the output (the row is still in L1/L2).
+// squares (the row comes from memory), then the output (the row is still in L1/L2). The sweeps are
+// software-pipelined over a team thread's rows: the output sweep of one row also takes the sum of
+// squares of the thread's next row (lane_sum_map), so the loads from memory never pause for the
+// in-cache sweep. The sums are bitwise those of the plain sweeps.
 template <class Space>
 struct RmsnormForward {
   using Team = typename Kokkos::TeamPolicy<Space>::member_type;
@@ -27,27 +30,56 @@ struct RmsnormForward {
     const int rows = static_cast<int>(inp.extent(0));
     const int first = team.league_rank() * Traits::rows_per_team;
     const int last = first + Traits::rows_per_team < rows ? first + Traits::rows_per_team : rows;
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, first, last), [&](int row) { this->row(team, row); });
+    const int threads = team.team_size();
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, threads), [&](int t) {
+      int row = first + t;
+      if (row >= last) return;
+      float r = this->stats(team, row, nullptr, 0.0f, -1);
+      for (;;) {
+        const int next = row + threads;
+        if (next >= last) {
+          this->stats(team, -1, &out(row, 0), r, row);
+          break;
+        }
+        r = this->stats(team, next, &out(row, 0), r, row);
+        row = next;
+      }
+    });
   }
 
-  KOKKOS_INLINE_FUNCTION void row(const Team& team, int row) const {
+  // The rstd of row `row` (row >= 0), and, with y, y = out row `prev` written with rstd rp, in the
+  // same sweep. Saves each rstd.
+  KOKKOS_INLINE_FUNCTION float stats(const Team& team, int row, float* y, float rp, int prev) const {
     const int cols = static_cast<int>(inp.extent(1));
-    const float* x = &inp(row, 0);
-    float* y = &out(row, 0);
     const float* w = weight.data();
-
+    if (row < 0) {  // the last row of the pipeline: output only
+      const float* xp = &inp(prev, 0);
+      Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, Traits::vector_length), [&](int v) {
+        lane_map<Traits>(0, cols, v, y, [&](int j) { return xp[j] * rp * w[j]; });
+      });
+      return 0.0f;
+    }
+    const float* x = &inp(row, 0);
     Compensated squares;
-    Kokkos::parallel_reduce(
-        Kokkos::ThreadVectorRange(team, Traits::vector_length),
-        [&](int v, Compensated& total) { total.merge(lane_sum<Traits>(0, cols, v, [&](int j) { return x[j] * x[j]; })); },
-        CompensatedSum<Space>(squares));
+    if (y) {
+      const float* xp = &inp(prev, 0);
+      Kokkos::parallel_reduce(
+          Kokkos::ThreadVectorRange(team, Traits::vector_length),
+          [&](int v, Compensated& total) {
+            total.merge(lane_sum_map<Traits>(
+                0, cols, v, [&](int j) { return x[j] * x[j]; }, y, [&](int j) { return xp[j] * rp * w[j]; }));
+          },
+          CompensatedSum<Space>(squares));
+    } else {
+      Kokkos::parallel_reduce(
+          Kokkos::ThreadVectorRange(team, Traits::vector_length),
+          [&](int v, Compensated& total) { total.merge(lane_sum<Traits>(0, cols, v, [&](int j) { return x[j] * x[j]; })); },
+          CompensatedSum<Space>(squares));
+    }
     // rstd is formed in double (one division and square root a row): a single rounding.
     const float r = static_cast<float>(1.0 / compat::sqrt(squares.wide() / cols + static_cast<double>(eps)));
-
-    Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, Traits::vector_length), [&](int v) {
-      lane_sweep<Traits>(0, cols, v, [&](int, int j) { y[j] = x[j] * r * w[j]; });
-    });
     Kokkos::single(Kokkos::PerThread(team), [&]() { rstd(row) = r; });
+    return r;
   }
 };
 

@@ -19,7 +19,7 @@ struct RowTraits {
   static constexpr int rows_per_team = host ? 8 : 4;  // host: amortizes a team's dispatch over short rows
   static constexpr int team_size = host ? 1 : rows_per_team;  // GPU: one warp per row, 4 warps a block
   static constexpr int vector_length = host ? 1 : 32;
-  static constexpr int lanes = host ? 32 : 1;  // partial sums per vector lane
+  static constexpr int lanes = host ? 16 : 1;  // partial sums per vector lane: host, one AVX-512 vector
   static constexpr int elementwise_block = host ? 32 : 1;  // elements per iteration of gelu / silu
   static constexpr int chunk_blocks = 8;  // blocks summed plainly before a compensated add (lane_sum)
 
@@ -207,9 +207,105 @@ KOKKOS_INLINE_FUNCTION CompensatedPair lane_sum2(int begin, int end, int v, cons
   return CompensatedPair{merge_slots(s1, c1), merge_slots(s2, c2)};
 }
 
+// Software pipelining of the host's row sweeps: the sums of one row (the row that comes from
+// memory) taken in the same sweep as the output of the row before it (which is in L1/L2), so the
+// stream of loads never stops while a thread computes. lane_sum_map is lane_sum of term(j) over
+// [begin, end) that also stores y[j] = value(j) for the same columns; lane_sum2_map the same for
+// lane_sum2. A block's terms and values are all formed before any is stored (see lane_map), so y
+// may alias the inputs of value (each column is read before it is written) but must not alias
+// those of term. Blocking, compensation and merge as lane_sum: the sums are bitwise the same.
+template <class Traits, class Term, class Value>
+KOKKOS_INLINE_FUNCTION Compensated lane_sum_map(int begin, int end, int v, const Term& term, float* y,
+                                                const Value& value) {
+  constexpr int L = Traits::lanes, V = Traits::vector_length, W = L * V, C = Traits::chunk_blocks;
+  float s[L] = {}, c[L] = {};
+  const auto kahan = [&](const float (&p)[L]) {
+    for (int l = 0; l < L; ++l) {
+      const float u = p[l] - c[l];
+      const float t = s[l] + u;
+      c[l] = (t - s[l]) - u;
+      s[l] = t;
+    }
+  };
+  const int full = begin + (end - begin) / W * W;
+  for (int b = begin; b < full;) {
+    const int stop = full - b > C * W ? b + C * W : full;
+    float p[L] = {};
+    for (; b < stop; b += W) {
+      float t[L], o[L];
+      for (int l = 0; l < L; ++l) {
+        t[l] = term(b + l * V + v);
+        o[l] = value(b + l * V + v);
+      }
+      for (int l = 0; l < L; ++l) y[b + l * V + v] = o[l];
+      for (int l = 0; l < L; ++l) p[l] += t[l];
+    }
+    kahan(p);
+  }
+  if (full < end) {
+    float p[L] = {};
+    for (int l = 0; l < L; ++l) {
+      const int j = full + l * V + v;
+      if (j < end) {
+        p[l] = term(j);
+        y[j] = value(j);
+      }
+    }
+    kahan(p);
+  }
+  return merge_slots(s, c);
+}
+
+template <class Traits, class Term, class Value>
+KOKKOS_INLINE_FUNCTION CompensatedPair lane_sum2_map(int begin, int end, int v, const Term& term, float* y,
+                                                     const Value& value) {
+  constexpr int L = Traits::lanes, V = Traits::vector_length, W = L * V, C = Traits::chunk_blocks;
+  float s1[L] = {}, c1[L] = {}, s2[L] = {}, c2[L] = {};
+  const auto kahan = [&](float (&s)[L], float (&c)[L], const float (&p)[L]) {
+    for (int l = 0; l < L; ++l) {
+      const float u = p[l] - c[l];
+      const float t = s[l] + u;
+      c[l] = (t - s[l]) - u;
+      s[l] = t;
+    }
+  };
+  const int full = begin + (end - begin) / W * W;
+  for (int b = begin; b < full;) {
+    const int stop = full - b > C * W ? b + C * W : full;
+    float p1[L] = {}, p2[L] = {};
+    for (; b < stop; b += W) {
+      float t1[L], t2[L], o[L];
+      for (int l = 0; l < L; ++l) {
+        term(b + l * V + v, t1[l], t2[l]);
+        o[l] = value(b + l * V + v);
+      }
+      for (int l = 0; l < L; ++l) y[b + l * V + v] = o[l];
+      for (int l = 0; l < L; ++l) {
+        p1[l] += t1[l];
+        p2[l] += t2[l];
+      }
+    }
+    kahan(s1, c1, p1);
+    kahan(s2, c2, p2);
+  }
+  if (full < end) {
+    float p1[L] = {}, p2[L] = {};
+    for (int l = 0; l < L; ++l) {
+      const int j = full + l * V + v;
+      if (j < end) {
+        term(j, p1[l], p2[l]);
+        y[j] = value(j);
+      }
+    }
+    kahan(s1, c1, p1);
+    kahan(s2, c2, p2);
+  }
+  return CompensatedPair{merge_slots(s1, c1), merge_slots(s2, c2)};
+}
+
 // Pairwise sum and NaN-skipping max of L slots (log2(L) dependent steps). Overwrite v.
-template <int L>
-KOKKOS_INLINE_FUNCTION float tree_sum(float (&v)[L]) {
+template <class T, int L>
+KOKKOS_INLINE_FUNCTION T tree_sum(T (&v)[L]) {
   for (int w = L / 2; w >= 1; w /= 2)
     for (int l = 0; l < w; ++l) v[l] += v[l + w];
   return v[0];
