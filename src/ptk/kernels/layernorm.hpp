@@ -25,7 +25,7 @@ namespace ptk::kernels {
 template <class Space>
 struct LayernormForward {
   using Team = typename Kokkos::TeamPolicy<Space>::member_type;
-  using Traits = RowTraits<Space>;
+  using Traits = WithLanes<RowTraits<Space>, RowTraits<Space>::norm_lanes>;
   Matrix<Space> out;
   Vector<Space> mean, rstd;
   ConstMatrix<Space> inp;

@@ -19,7 +19,7 @@ namespace ptk::kernels {
 template <class Space>
 struct RmsnormForward {
   using Team = typename Kokkos::TeamPolicy<Space>::member_type;
-  using Traits = RowTraits<Space>;
+  using Traits = WithLanes<RowTraits<Space>, RowTraits<Space>::norm_lanes>;
   Matrix<Space> out;
   Vector<Space> rstd;
   ConstMatrix<Space> inp;

@@ -19,7 +19,12 @@ struct RowTraits {
   static constexpr int rows_per_team = host ? 8 : 4;  // host: amortizes a team's dispatch over short rows
   static constexpr int team_size = host ? 1 : rows_per_team;  // GPU: one warp per row, 4 warps a block
   static constexpr int vector_length = host ? 1 : 32;
-  static constexpr int lanes = host ? 16 : 1;  // partial sums per vector lane: host, one AVX-512 vector
+  static constexpr int lanes = host ? 32 : 1;  // partial sums per vector lane
+  // The forward layernorm / rmsnorm sweeps (sums only, no exp): 16 slots on the host, one AVX-512
+  // vector a partial, so lane_sum2_map's 6 partial vectors stay in registers. softmax keeps
+  // `lanes` (32): its exp is a dependent FMA chain that wants two independent vectors a block
+  // (16 slots ran softmax 2x slower).
+  static constexpr int norm_lanes = host ? 16 : 1;
   static constexpr int elementwise_block = host ? 32 : 1;  // elements per iteration of gelu / silu
   static constexpr int chunk_blocks = 8;  // blocks summed plainly before a compensated add (lane_sum)
 
@@ -36,6 +41,12 @@ struct RowTraits {
   static constexpr int max_partial_elements = host ? (1 << 18) : (1 << 21);
   static constexpr int min_rows_per_partial = host ? 16 : 4;
   static constexpr int chunk_rows = 8;
+};
+
+// Traits with `lanes` replaced by N (all else kept), for a sweep that wants more or fewer slots.
+template <class Traits, int N>
+struct WithLanes : Traits {
+  static constexpr int lanes = N;
 };
 
 // Calls f(l, j) for the columns j in [begin, end) that belong to vector lane v, l being the

@@ -19,9 +19,7 @@ namespace ptk::kernels {
 // L1/L2). The max skips NaN, so a NaN input turns its row's sum and every output of that row
 // into NaN, and masked columns are written as 0 * (1/sum) for the same reason: NaN stays in its
 // row, as in PyTorch. out may alias inp (each element is read before it is written, by the same
-// lane). The sweeps are software-pipelined over a team thread's rows: the scaling sweep of one row
-// also takes the max of the thread's next row, so the loads from memory never pause for the
-// in-cache sweeps (the max sweep is the one that brings a row from memory).
+// lane).
 template <class Space>
 struct SoftmaxForward {
   using Team = typename Kokkos::TeamPolicy<Space>::member_type;
@@ -36,87 +34,49 @@ struct SoftmaxForward {
     const int rows = static_cast<int>(inp.extent(0));
     const int first = team.league_rank() * Traits::rows_per_team;
     const int last = first + Traits::rows_per_team < rows ? first + Traits::rows_per_team : rows;
-    const int threads = team.team_size();
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, threads), [&](int t) {
-      int row = first + t;
-      if (row >= last) return;
-      float row_max = this->sweep(team, row, -1, 0.0f);
-      for (;;) {
-        const int next = row + threads;
-        const float inv_sum = this->exp_sum(team, row, row_max);
-        if (next >= last) {
-          this->sweep(team, -1, row, inv_sum);
-          break;
-        }
-        row_max = this->sweep(team, next, row, inv_sum);
-        row = next;
-      }
-    });
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, first, last), [&](int row) { this->row(team, row); });
   }
 
-  KOKKOS_INLINE_FUNCTION int unmasked(int row) const {
+  KOKKOS_INLINE_FUNCTION void row(const Team& team, int row) const {
     const int cols = static_cast<int>(inp.extent(1));
-    return causal ? row % cols + 1 : cols;
-  }
-
-  // The scaled max of row `row` (row >= 0), and in the same sweep, with prev >= 0, the last sweep of
-  // row `prev`: out(prev, :) *= inv_prev, masked columns set to 0 * inv_prev.
-  KOKKOS_INLINE_FUNCTION float sweep(const Team& team, int row, int prev, float inv_prev) const {
-    constexpr int V = Traits::vector_length, W = L * V;
-    const int cols = static_cast<int>(inp.extent(1));
-    const int un = row >= 0 ? unmasked(row) : 0, up = prev >= 0 ? unmasked(prev) : 0;
-    const int both = un < up ? un : up;  // columns both sweeps visit
-    const float* x = row >= 0 ? &inp(row, 0) : nullptr;
-    float* y = prev >= 0 ? &out(prev, 0) : nullptr;
+    const int unmasked = causal ? row % cols + 1 : cols;
+    const float* x = &inp(row, 0);
+    float* y = &out(row, 0);
     const float sc = scale;
+
     // The max starts at the lowest finite float, not -inf, so an all -inf row gives
     // exp(-inf - lowest) = 0 everywhere instead of exp(-inf + inf) = NaN.
     float row_max = -FLT_MAX;
     Kokkos::parallel_reduce(
-        Kokkos::ThreadVectorRange(team, V),
+        Kokkos::ThreadVectorRange(team, Traits::vector_length),
         [&](int v, float& total) {
           float m[L];
           for (int l = 0; l < L; ++l) m[l] = -FLT_MAX;
-          const int full = both / W * W;
-          for (int blk = 0; blk < full; blk += W) {
-            float s[L], o[L];
-            for (int l = 0; l < L; ++l) {
-              s[l] = sc * x[blk + l * V + v];
-              o[l] = y[blk + l * V + v] * inv_prev;
-            }
-            for (int l = 0; l < L; ++l) y[blk + l * V + v] = o[l];
-            for (int l = 0; l < L; ++l) m[l] = s[l] > m[l] ? s[l] : m[l];
-          }
-          lane_sweep<Traits>(full, un, v, [&](int l, int j) {
+          lane_sweep<Traits>(0, unmasked, v, [&](int l, int j) {
             const float s = sc * x[j];
             m[l] = s > m[l] ? s : m[l];
           });
-          lane_sweep<Traits>(full, up, v, [&](int, int j) { y[j] *= inv_prev; });
-          if (prev >= 0) lane_sweep<Traits>(up, cols, v, [&](int, int j) { y[j] = 0.0f * inv_prev; });
           const float lane_max = tree_max(m);
           total = lane_max > total ? lane_max : total;
         },
         Kokkos::Max<float>(row_max));
-    return row_max;
-  }
 
-  // exp(scale x - max) of row `row` into out, with their blocked compensated sum: returns 1 / sum.
-  KOKKOS_INLINE_FUNCTION float exp_sum(const Team& team, int row, float row_max) const {
-    const float* x = &inp(row, 0);
-    float* y = &out(row, 0);
-    const float sc = scale;
-    const int un = unmasked(row);
     Compensated sum;
     Kokkos::parallel_reduce(
         Kokkos::ThreadVectorRange(team, Traits::vector_length),
         [&](int v, Compensated& total) {
           total.merge(lane_sum<Traits, true>(
-              0, un, v, [&](int j) { return fast_exp_nonpositive(sc * x[j] - row_max); }, y));
+              0, unmasked, v, [&](int j) { return fast_exp_nonpositive(sc * x[j] - row_max); }, y));
         },
         CompensatedSum<Space>(sum));
+
     // The sum is 0 only when every unmasked input is -inf (or nothing is unmasked): the row is all 0.
     const float total = sum.value();
-    return total == 0.0f ? 0.0f : 1.0f / total;
+    const float inv_sum = total == 0.0f ? 0.0f : 1.0f / total;
+    Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, Traits::vector_length), [&](int v) {
+      lane_sweep<Traits>(0, unmasked, v, [&](int, int j) { y[j] *= inv_sum; });
+      lane_sweep<Traits>(unmasked, cols, v, [&](int, int j) { y[j] = 0.0f * inv_sum; });
+    });
   }
 };
 
