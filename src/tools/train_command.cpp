@@ -28,7 +28,7 @@ std::string default_data() {
 
 struct Options {
   std::string data, save, load, device = "default";
-  int steps = 500, batch = 16, block = 64, layers = 4, heads = 4, width = 128, sample = 0;
+  int steps = 1500, batch = 16, block = 64, layers = 4, heads = 4, width = 128, sample = 0;
   float lr = 2e-3f;
   std::uint64_t seed = 1337;
   bool eval_only = false;
