@@ -276,7 +276,7 @@ void print_ops() {
                "Backward ops write fresh gradients (dX = 0 + ...): embedding_backward gives dtable [vocab, C],\n"
                "cross_entropy_backward recomputes the forward and gives dlogits for the loss scaled by dloss;\n"
                "matmul_backward gives dA, dB shaped as A, B (a rank-2 operand's gradient summed over the batch);\n"
-               "attention_backward runs the forward for O and lse, then gives dQ, dK, dV for the upstream dO.\n";
+               "attention_backward runs the forward for O and lse, then gives dQ, dK, dV for the upstream dO.\n"
                "softmax_backward takes the forward's output Y (causal needs no key: masked Y are 0);\n"
                "layernorm_backward and rmsnorm_backward recompute mean and rstd with the forward (eps as there).\n";
   for (const auto& op : kOps) {
