@@ -104,6 +104,17 @@ struct Compensated {
   KOKKOS_INLINE_FUNCTION double wide() const { return static_cast<double>(s) - static_cast<double>(c); }
 };
 
+// Adds plain partial sums p[l] into the Kahan sums (s[l], c[l]), slot by slot (the slots vectorize).
+template <int L>
+KOKKOS_INLINE_FUNCTION void kahan_add(float (&s)[L], float (&c)[L], const float (&p)[L]) {
+  for (int l = 0; l < L; ++l) {
+    const float y = p[l] - c[l];
+    const float t = s[l] + y;
+    c[l] = (t - s[l]) - y;
+    s[l] = t;
+  }
+}
+
 // Merges per-slot compensated partials s[l], c[l] into one, pairwise (slot l with l + w for
 // w = L/2, L/4, ..., 1) with Knuth's branch-free two-sum, so the levels vectorize and the merge
 // costs log2(L) dependent steps, not L. Overwrites s and c.
@@ -131,14 +142,6 @@ template <class Traits, bool Store = false, class Term>
 KOKKOS_INLINE_FUNCTION Compensated lane_sum(int begin, int end, int v, const Term& term, float* store = nullptr) {
   constexpr int L = Traits::lanes, V = Traits::vector_length, W = L * V, C = Traits::chunk_blocks;
   float s[L] = {}, c[L] = {};
-  const auto kahan = [&](const float (&p)[L]) {
-    for (int l = 0; l < L; ++l) {
-      const float y = p[l] - c[l];
-      const float t = s[l] + y;
-      c[l] = (t - s[l]) - y;
-      s[l] = t;
-    }
-  };
   const int full = begin + (end - begin) / W * W;
   for (int b = begin; b < full;) {
     const int stop = full - b > C * W ? b + C * W : full;
@@ -154,7 +157,7 @@ KOKKOS_INLINE_FUNCTION Compensated lane_sum(int begin, int end, int v, const Ter
       for (; b < stop; b += W)
         for (int l = 0; l < L; ++l) p[l] += term(b + l * V + v);
     }
-    kahan(p);
+    kahan_add(s, c, p);
   }
   if (full < end) {
     float p[L] = {};
@@ -165,7 +168,7 @@ KOKKOS_INLINE_FUNCTION Compensated lane_sum(int begin, int end, int v, const Ter
         if (Store) store[j] = p[l];
       }
     }
-    kahan(p);
+    kahan_add(s, c, p);
   }
   return merge_slots(s, c);
 }
@@ -184,14 +187,6 @@ template <class Traits, class Term>
 KOKKOS_INLINE_FUNCTION CompensatedPair lane_sum2(int begin, int end, int v, const Term& term) {
   constexpr int L = Traits::lanes, V = Traits::vector_length, W = L * V, C = Traits::chunk_blocks;
   float s1[L] = {}, c1[L] = {}, s2[L] = {}, c2[L] = {};
-  const auto kahan = [&](float (&s)[L], float (&c)[L], const float (&p)[L]) {
-    for (int l = 0; l < L; ++l) {
-      const float y = p[l] - c[l];
-      const float t = s[l] + y;
-      c[l] = (t - s[l]) - y;
-      s[l] = t;
-    }
-  };
   const int full = begin + (end - begin) / W * W;
   for (int b = begin; b < full;) {
     const int stop = full - b > C * W ? b + C * W : full;
@@ -203,8 +198,8 @@ KOKKOS_INLINE_FUNCTION CompensatedPair lane_sum2(int begin, int end, int v, cons
         p1[l] += a;
         p2[l] += t;
       }
-    kahan(s1, c1, p1);
-    kahan(s2, c2, p2);
+    kahan_add(s1, c1, p1);
+    kahan_add(s2, c2, p2);
   }
   if (full < end) {
     float p1[L] = {}, p2[L] = {};
@@ -212,8 +207,8 @@ KOKKOS_INLINE_FUNCTION CompensatedPair lane_sum2(int begin, int end, int v, cons
       const int j = full + l * V + v;
       if (j < end) term(j, p1[l], p2[l]);
     }
-    kahan(s1, c1, p1);
-    kahan(s2, c2, p2);
+    kahan_add(s1, c1, p1);
+    kahan_add(s2, c2, p2);
   }
   return CompensatedPair{merge_slots(s1, c1), merge_slots(s2, c2)};
 }
@@ -230,14 +225,6 @@ KOKKOS_INLINE_FUNCTION Compensated lane_sum_map(int begin, int end, int v, const
                                                 const Value& value) {
   constexpr int L = Traits::lanes, V = Traits::vector_length, W = L * V, C = Traits::chunk_blocks;
   float s[L] = {}, c[L] = {};
-  const auto kahan = [&](const float (&p)[L]) {
-    for (int l = 0; l < L; ++l) {
-      const float u = p[l] - c[l];
-      const float t = s[l] + u;
-      c[l] = (t - s[l]) - u;
-      s[l] = t;
-    }
-  };
   const int full = begin + (end - begin) / W * W;
   for (int b = begin; b < full;) {
     const int stop = full - b > C * W ? b + C * W : full;
@@ -251,7 +238,7 @@ KOKKOS_INLINE_FUNCTION Compensated lane_sum_map(int begin, int end, int v, const
       for (int l = 0; l < L; ++l) y[b + l * V + v] = o[l];
       for (int l = 0; l < L; ++l) p[l] += t[l];
     }
-    kahan(p);
+    kahan_add(s, c, p);
   }
   if (full < end) {
     float p[L] = {};
@@ -262,7 +249,7 @@ KOKKOS_INLINE_FUNCTION Compensated lane_sum_map(int begin, int end, int v, const
         y[j] = value(j);
       }
     }
-    kahan(p);
+    kahan_add(s, c, p);
   }
   return merge_slots(s, c);
 }
@@ -272,14 +259,6 @@ KOKKOS_INLINE_FUNCTION CompensatedPair lane_sum2_map(int begin, int end, int v, 
                                                      const Value& value) {
   constexpr int L = Traits::lanes, V = Traits::vector_length, W = L * V, C = Traits::chunk_blocks;
   float s1[L] = {}, c1[L] = {}, s2[L] = {}, c2[L] = {};
-  const auto kahan = [&](float (&s)[L], float (&c)[L], const float (&p)[L]) {
-    for (int l = 0; l < L; ++l) {
-      const float u = p[l] - c[l];
-      const float t = s[l] + u;
-      c[l] = (t - s[l]) - u;
-      s[l] = t;
-    }
-  };
   const int full = begin + (end - begin) / W * W;
   for (int b = begin; b < full;) {
     const int stop = full - b > C * W ? b + C * W : full;
@@ -296,8 +275,8 @@ KOKKOS_INLINE_FUNCTION CompensatedPair lane_sum2_map(int begin, int end, int v, 
         p2[l] += t2[l];
       }
     }
-    kahan(s1, c1, p1);
-    kahan(s2, c2, p2);
+    kahan_add(s1, c1, p1);
+    kahan_add(s2, c2, p2);
   }
   if (full < end) {
     float p1[L] = {}, p2[L] = {};
@@ -308,8 +287,8 @@ KOKKOS_INLINE_FUNCTION CompensatedPair lane_sum2_map(int begin, int end, int v, 
         y[j] = value(j);
       }
     }
-    kahan(s1, c1, p1);
-    kahan(s2, c2, p2);
+    kahan_add(s1, c1, p1);
+    kahan_add(s2, c2, p2);
   }
   return CompensatedPair{merge_slots(s1, c1), merge_slots(s2, c2)};
 }
