@@ -21,7 +21,7 @@ namespace ptk::kernels {
 // rest (1000 + N(0,1) included; docs/tolerances.md). A constant row has K equal to its value, so
 // d = 0 and the variance is 0 exactly. The two sweeps are software-pipelined over a team thread's
 // rows as in rmsnorm_forward: the output sweep of one row takes the sums of the thread's next row
-// (lane_sum2_map), so the loads from memory never pause for the in-cache sweep.
+// (lane_sum2_map, prefetching it), so the loads from memory never pause for the in-cache sweep.
 template <class Space>
 struct LayernormForward {
   using Team = typename Kokkos::TeamPolicy<Space>::member_type;
@@ -31,6 +31,7 @@ struct LayernormForward {
   ConstMatrix<Space> inp;
   ConstVector<Space> weight, bias;
   float eps;
+  int rows_per_team;
 
   struct Stats {
     float m, r;
@@ -38,8 +39,8 @@ struct LayernormForward {
 
   KOKKOS_INLINE_FUNCTION void operator()(const Team& team) const {
     const int rows = static_cast<int>(inp.extent(0));
-    const int first = team.league_rank() * Traits::rows_per_team;
-    const int last = first + Traits::rows_per_team < rows ? first + Traits::rows_per_team : rows;
+    const int first = team.league_rank() * rows_per_team;
+    const int last = first + rows_per_team < rows ? first + rows_per_team : rows;
     const int threads = team.team_size();
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, threads), [&](int t) {
       int row = first + t;
@@ -89,7 +90,7 @@ struct LayernormForward {
     if (prev >= 0) {
       Kokkos::parallel_reduce(
           Kokkos::ThreadVectorRange(team, Traits::vector_length),
-          [&](int v, CompensatedPair& total) { total.merge(lane_sum2_map<Traits>(0, cols, v, term, y, value)); },
+          [&](int v, CompensatedPair& total) { total.merge(lane_sum2_map<Traits>(0, cols, v, term, y, value, x)); },
           CompensatedPairSum<Space>(sums));
     } else {
       Kokkos::parallel_reduce(
@@ -116,8 +117,9 @@ void layernorm_forward(const Matrix<Space>& out, const Vector<Space>& mean, cons
                        const ConstMatrix<Space>& inp, const ConstVector<Space>& weight, const ConstVector<Space>& bias,
                        float eps) {
   const int rows = static_cast<int>(inp.extent(0));
-  Kokkos::parallel_for("ptk::layernorm_forward", RowTraits<Space>::policy(rows),
-                       LayernormForward<Space>{out, mean, rstd, inp, weight, bias, eps});
+  const int rows_per_team = RowTraits<Space>::pipeline_rows(rows);
+  Kokkos::parallel_for("ptk::layernorm_forward", RowTraits<Space>::policy(rows, rows_per_team),
+                       LayernormForward<Space>{out, mean, rstd, inp, weight, bias, eps, rows_per_team});
 }
 
 // Rows are mapped as in the forward pass, but blocked for the column sums (ColumnPartials in

@@ -13,8 +13,8 @@ namespace ptk::kernels {
 
 // Rows are mapped by RowTraits (row_traits.hpp). Two sweeps per row: a blocked compensated sum of
 // squares (the row comes from memory), then the output (the row is still in L1/L2). The sweeps are
-// software-pipelined over a team thread's rows: the output sweep of one row also takes the sum of
-// squares of the thread's next row (lane_sum_map), so the loads from memory never pause for the
+// software-pipelined over a team thread's rows (a team takes RowTraits::pipeline_rows rows): the output sweep of one row also takes the sum of
+// squares of the thread's next row (lane_sum_map, prefetching it), so the loads from memory never pause for the
 // in-cache sweep. The sums are bitwise those of the plain sweeps.
 template <class Space>
 struct RmsnormForward {
@@ -25,11 +25,12 @@ struct RmsnormForward {
   ConstMatrix<Space> inp;
   ConstVector<Space> weight;
   float eps;
+  int rows_per_team;
 
   KOKKOS_INLINE_FUNCTION void operator()(const Team& team) const {
     const int rows = static_cast<int>(inp.extent(0));
-    const int first = team.league_rank() * Traits::rows_per_team;
-    const int last = first + Traits::rows_per_team < rows ? first + Traits::rows_per_team : rows;
+    const int first = team.league_rank() * rows_per_team;
+    const int last = first + rows_per_team < rows ? first + rows_per_team : rows;
     const int threads = team.team_size();
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, threads), [&](int t) {
       int row = first + t;
@@ -67,7 +68,7 @@ struct RmsnormForward {
           Kokkos::ThreadVectorRange(team, Traits::vector_length),
           [&](int v, Compensated& total) {
             total.merge(lane_sum_map<Traits>(
-                0, cols, v, [&](int j) { return x[j] * x[j]; }, y, [&](int j) { return xp[j] * rp * w[j]; }));
+                0, cols, v, [&](int j) { return x[j] * x[j]; }, y, [&](int j) { return xp[j] * rp * w[j]; }, x));
           },
           CompensatedSum<Space>(squares));
     } else {
@@ -87,8 +88,9 @@ template <class Space>
 void rmsnorm_forward(const Matrix<Space>& out, const Vector<Space>& rstd, const ConstMatrix<Space>& inp,
                      const ConstVector<Space>& weight, float eps) {
   const int rows = static_cast<int>(inp.extent(0));
-  Kokkos::parallel_for("ptk::rmsnorm_forward", RowTraits<Space>::policy(rows),
-                       RmsnormForward<Space>{out, rstd, inp, weight, eps});
+  const int rows_per_team = RowTraits<Space>::pipeline_rows(rows);
+  Kokkos::parallel_for("ptk::rmsnorm_forward", RowTraits<Space>::policy(rows, rows_per_team),
+                       RmsnormForward<Space>{out, rstd, inp, weight, eps, rows_per_team});
 }
 
 // Rows are mapped as in layernorm_backward (a team owns a block of rows, each thread a partial row

@@ -14,77 +14,140 @@
 
 namespace ptk::kernels {
 
-// Rows are mapped by RowTraits (row_traits.hpp). Three sweeps per row: the max (the row comes
-// from memory), exp (fast_exp_nonpositive: the arguments are <= 0 up to a rounding) stored in out with a blocked compensated sum, scale by 1/sum (both in
-// L1/L2). The max skips NaN, so a NaN input turns its row's sum and every output of that row
-// into NaN, and masked columns are written as 0 * (1/sum) for the same reason: NaN stays in its
-// row, as in PyTorch. out may alias inp (each element is read before it is written, by the same
-// lane).
+// Rows are mapped by RowTraits (row_traits.hpp). Three sweeps per row: the max, exp
+// (fast_exp_nonpositive: the arguments are <= 0 up to a rounding) stored in out with a blocked
+// compensated sum, and the scale by 1/sum. They are software-pipelined over a team thread's rows
+// (a team takes RowTraits::pipeline_rows rows): the exp sweep of one row, whose input is in L1/L2,
+// also takes the max of the thread's next row, which comes from memory (prefetched), so the loads
+// from memory overlap the exps; the scale sweep finds its row in L1/L2. The max skips NaN, so a
+// NaN input turns its row's sum and every output of that row into NaN, and masked columns are
+// written as 0 * (1/sum) for the same reason: NaN stays in its row, as in PyTorch. out may alias
+// inp (each element is read before it is written, by the same lane).
 template <class Space>
 struct SoftmaxForward {
   using Team = typename Kokkos::TeamPolicy<Space>::member_type;
-  using Traits = RowTraits<Space>;
-  static constexpr int L = Traits::lanes;
+  using Traits = WithLanes<RowTraits<Space>, RowTraits<Space>::lanes>;
+  static constexpr int L = Traits::lanes, V = Traits::vector_length, W = L * V;
   Matrix<Space> out;
   ConstMatrix<Space> inp;
   float scale;
   bool causal;
+  int rows_per_team;
+
+  struct ExpSum {
+    Compensated sum;  // of the row's exps
+    float next_max = -FLT_MAX;  // of the next row
+    KOKKOS_INLINE_FUNCTION void merge(const ExpSum& o) {
+      sum.merge(o.sum);
+      next_max = o.next_max > next_max ? o.next_max : next_max;
+    }
+  };
 
   KOKKOS_INLINE_FUNCTION void operator()(const Team& team) const {
     const int rows = static_cast<int>(inp.extent(0));
-    const int first = team.league_rank() * Traits::rows_per_team;
-    const int last = first + Traits::rows_per_team < rows ? first + Traits::rows_per_team : rows;
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, first, last), [&](int row) { this->row(team, row); });
+    const int first = team.league_rank() * rows_per_team;
+    const int last = first + rows_per_team < rows ? first + rows_per_team : rows;
+    const int threads = team.team_size();
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, threads), [&](int t) {
+      int row = first + t;
+      if (row >= last) return;
+      float row_max = -FLT_MAX;
+      Kokkos::parallel_reduce(
+          Kokkos::ThreadVectorRange(team, V),
+          [&](int v, float& total) {
+            const float m = lane_max(v, &inp(row, 0), unmasked(row));
+            total = m > total ? m : total;
+          },
+          Kokkos::Max<float>(row_max));
+      for (;;) {
+        const int next = row + threads < last ? row + threads : -1;
+        ExpSum es;
+        Kokkos::parallel_reduce(
+            Kokkos::ThreadVectorRange(team, V), [&](int v, ExpSum& total) { total.merge(exp_sum(v, row, row_max, next)); },
+            Merge<ExpSum>(es));
+        // The sum is 0 only when every unmasked input is -inf (or nothing is unmasked): the row is all 0.
+        const float total = es.sum.value();
+        const float inv_sum = total == 0.0f ? 0.0f : 1.0f / total;
+        const int cols = static_cast<int>(inp.extent(1)), u = unmasked(row);
+        float* y = &out(row, 0);
+        Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, V), [&](int v) {
+          lane_sweep<Traits>(0, u, v, [&](int, int j) { y[j] *= inv_sum; });
+          lane_sweep<Traits>(u, cols, v, [&](int, int j) { y[j] = 0.0f * inv_sum; });
+        });
+        if (next < 0) break;
+        row = next;
+        row_max = es.next_max;
+      }
+    });
   }
 
-  KOKKOS_INLINE_FUNCTION void row(const Team& team, int row) const {
+  KOKKOS_INLINE_FUNCTION int unmasked(int row) const {
     const int cols = static_cast<int>(inp.extent(1));
-    const int unmasked = causal ? row % cols + 1 : cols;
+    return causal ? row % cols + 1 : cols;
+  }
+
+  // The max of scale * x[j] over the columns j < n of vector lane v. It starts at the lowest finite
+  // float, not -inf, so an all -inf row gives exp(-inf - lowest) = 0 everywhere instead of
+  // exp(-inf + inf) = NaN.
+  KOKKOS_INLINE_FUNCTION float lane_max(int v, const float* x, int n) const {
+    float m[L];
+    for (int l = 0; l < L; ++l) m[l] = -FLT_MAX;
+    const float sc = scale;
+    lane_sweep<Traits>(0, n, v, [&](int l, int j) {
+      const float s = sc * x[j];
+      m[l] = s > m[l] ? s : m[l];
+    });
+    return tree_max(m);
+  }
+
+  // Lane v's part of row `row`'s exps, exp(scale * inp - row_max), stored in out, and their
+  // compensated sum (blocked as lane_sum), with the max of row `next` (next >= 0) taken and
+  // prefetched in the same sweep over the columns unmasked in both.
+  KOKKOS_INLINE_FUNCTION ExpSum exp_sum(int v, int row, float row_max, int next) const {
+    constexpr int C = Traits::chunk_blocks;
     const float* x = &inp(row, 0);
+    const float* xn = next >= 0 ? &inp(next, 0) : nullptr;
     float* y = &out(row, 0);
     const float sc = scale;
-
-    // The max starts at the lowest finite float, not -inf, so an all -inf row gives
-    // exp(-inf - lowest) = 0 everywhere instead of exp(-inf + inf) = NaN.
-    float row_max = -FLT_MAX;
-    Kokkos::parallel_reduce(
-        Kokkos::ThreadVectorRange(team, Traits::vector_length),
-        [&](int v, float& total) {
-          float m[L];
-          for (int l = 0; l < L; ++l) m[l] = -FLT_MAX;
-          lane_sweep<Traits>(0, unmasked, v, [&](int l, int j) {
-            const float s = sc * x[j];
-            m[l] = s > m[l] ? s : m[l];
-          });
-          const float lane_max = tree_max(m);
-          total = lane_max > total ? lane_max : total;
-        },
-        Kokkos::Max<float>(row_max));
-
-    Compensated sum;
-    Kokkos::parallel_reduce(
-        Kokkos::ThreadVectorRange(team, Traits::vector_length),
-        [&](int v, Compensated& total) {
-          total.merge(lane_sum<Traits, true>(
-              0, unmasked, v, [&](int j) { return fast_exp_nonpositive(sc * x[j] - row_max); }, y));
-        },
-        CompensatedSum<Space>(sum));
-
-    // The sum is 0 only when every unmasked input is -inf (or nothing is unmasked): the row is all 0.
-    const float total = sum.value();
-    const float inv_sum = total == 0.0f ? 0.0f : 1.0f / total;
-    Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, Traits::vector_length), [&](int v) {
-      lane_sweep<Traits>(0, unmasked, v, [&](int, int j) { y[j] *= inv_sum; });
-      lane_sweep<Traits>(unmasked, cols, v, [&](int, int j) { y[j] = 0.0f * inv_sum; });
-    });
+    const int n = unmasked(row), nn = next >= 0 ? unmasked(next) : 0;
+    const int full = (n < nn ? n : nn) / W * W;
+    float s[L] = {}, c[L] = {}, m[L];
+    for (int l = 0; l < L; ++l) m[l] = -FLT_MAX;
+    for (int b = 0; b < full;) {
+      const int stop = full - b > C * W ? b + C * W : full;
+      float p[L] = {};
+      for (; b < stop; b += W) {
+        for (int q = 0; q < W; q += line_floats) prefetch_ahead<Traits>(xn, b + q);
+        float e[L], t[L];
+        for (int l = 0; l < L; ++l) {
+          e[l] = fast_exp_nonpositive(sc * x[b + l * V + v] - row_max);
+          t[l] = sc * xn[b + l * V + v];
+        }
+        for (int l = 0; l < L; ++l) y[b + l * V + v] = e[l];
+        for (int l = 0; l < L; ++l) {
+          p[l] += e[l];
+          m[l] = t[l] > m[l] ? t[l] : m[l];
+        }
+      }
+      kahan_add(s, c, p);
+    }
+    ExpSum r{merge_slots(s, c), tree_max(m)};
+    r.sum.merge(lane_sum<Traits, true>(
+        full, n, v, [&](int j) { return fast_exp_nonpositive(sc * x[j] - row_max); }, y));
+    if (full < nn) {
+      const float tail = lane_max(v, xn + full, nn - full);
+      r.next_max = tail > r.next_max ? tail : r.next_max;
+    }
+    return r;
   }
 };
 
 template <class Space>
 void softmax_forward(const Matrix<Space>& out, const ConstMatrix<Space>& inp, float scale, bool causal) {
   const int rows = static_cast<int>(inp.extent(0));
-  Kokkos::parallel_for("ptk::softmax_forward", RowTraits<Space>::policy(rows),
-                       SoftmaxForward<Space>{out, inp, scale, causal});
+  const int rows_per_team = RowTraits<Space>::pipeline_rows(rows);
+  Kokkos::parallel_for("ptk::softmax_forward", RowTraits<Space>::policy(rows, rows_per_team),
+                       SoftmaxForward<Space>{out, inp, scale, causal, rows_per_team});
 }
 
 // Rows are mapped by RowTraits (row_traits.hpp). Two sweeps per row: the dot product Σ out·dout
