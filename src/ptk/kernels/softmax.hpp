@@ -118,6 +118,7 @@ struct SoftmaxForward {
       float p[L] = {};
       for (; b < stop; b += W) {
         for (int q = 0; q < W; q += line_floats) prefetch_ahead<Traits>(xn, b + q);
+        for (int q = 0; q < W; q += line_floats) prefetch_ahead<Traits, true>(y, b + q);
         float e[L], t[L];
         for (int l = 0; l < L; ++l) {
           e[l] = fast_exp_nonpositive(sc * x[b + l * V + v] - row_max);
