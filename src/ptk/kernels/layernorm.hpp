@@ -38,24 +38,10 @@ struct LayernormForward {
   };
 
   KOKKOS_INLINE_FUNCTION void operator()(const Team& team) const {
-    const int rows = static_cast<int>(inp.extent(0));
-    const int first = team.league_rank() * rows_per_team;
-    const int last = first + rows_per_team < rows ? first + rows_per_team : rows;
-    const int threads = team.team_size();
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, threads), [&](int t) {
-      int row = first + t;
-      if (row >= last) return;
-      Stats st = this->stats(team, row, Stats{0.0f, 0.0f}, -1);
-      for (;;) {
-        const int next = row + threads;
-        if (next >= last) {
-          this->stats(team, -1, st, row);
-          break;
-        }
-        st = this->stats(team, next, st, row);
-        row = next;
-      }
-    });
+    walk_pipelined_rows(
+        team, static_cast<int>(inp.extent(0)), rows_per_team,
+        [&](int row) { return this->stats(team, row, Stats{0.0f, 0.0f}, -1); },
+        [&](int row, int next, const Stats& st) { return this->stats(team, next, st, row); });
   }
 
   // The mean and rstd of row `row` (row >= 0; saved), and, with prev >= 0, out row `prev` written

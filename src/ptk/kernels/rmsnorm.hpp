@@ -28,28 +28,14 @@ struct RmsnormForward {
   int rows_per_team;
 
   KOKKOS_INLINE_FUNCTION void operator()(const Team& team) const {
-    const int rows = static_cast<int>(inp.extent(0));
-    const int first = team.league_rank() * rows_per_team;
-    const int last = first + rows_per_team < rows ? first + rows_per_team : rows;
-    const int threads = team.team_size();
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, threads), [&](int t) {
-      int row = first + t;
-      if (row >= last) return;
-      float r = this->stats(team, row, nullptr, 0.0f, -1);
-      for (;;) {
-        const int next = row + threads;
-        if (next >= last) {
-          this->stats(team, -1, &out(row, 0), r, row);
-          break;
-        }
-        r = this->stats(team, next, &out(row, 0), r, row);
-        row = next;
-      }
-    });
+    walk_pipelined_rows(
+        team, static_cast<int>(inp.extent(0)), rows_per_team,
+        [&](int row) { return this->stats(team, row, nullptr, 0.0f, -1); },
+        [&](int row, int next, float r) { return this->stats(team, next, &out(row, 0), r, row); });
   }
 
-  // The rstd of row `row` (row >= 0), and, with y, y = out row `prev` written with rstd rp, in the
-  // same sweep. Saves each rstd.
+  // The rstd of row `row` (row >= 0; saved), and, with y, y = out row `prev` written with rstd rp,
+  // in the same sweep (row < 0: that output alone, the pipeline's last).
   KOKKOS_INLINE_FUNCTION float stats(const Team& team, int row, float* y, float rp, int prev) const {
     const int cols = static_cast<int>(inp.extent(1));
     const float* w = weight.data();

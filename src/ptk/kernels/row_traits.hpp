@@ -87,6 +87,30 @@ KOKKOS_FORCEINLINE_FUNCTION void prefetch_ahead(const float* row, int j) {
 #endif
 }
 
+// The row walk of the software-pipelined forwards (softmax, layernorm, rmsnorm): team thread t
+// of the team's `rows_per_team` rows takes rows first + t, first + t + team_size, ... in order;
+// carry = start(first row), then carry = step(row, next, carry) for each of its rows, next being
+// the thread's following row or -1 after its last, so a step can sweep `row` from cache while it
+// streams `next` from memory.
+template <class Team, class Start, class Step>
+KOKKOS_INLINE_FUNCTION void walk_pipelined_rows(const Team& team, int rows, int rows_per_team, const Start& start,
+                                                const Step& step) {
+  const int first = team.league_rank() * rows_per_team;
+  const int last = first + rows_per_team < rows ? first + rows_per_team : rows;
+  const int threads = team.team_size();
+  Kokkos::parallel_for(Kokkos::TeamThreadRange(team, threads), [&](int t) {
+    int row = first + t;
+    if (row >= last) return;
+    auto carry = start(row);
+    for (;;) {
+      const int next = row + threads < last ? row + threads : -1;
+      carry = step(row, next, carry);
+      if (next < 0) return;
+      row = next;
+    }
+  });
+}
+
 // Calls f(l, j) for the columns j in [begin, end) that belong to vector lane v, l being the
 // partial-sum slot of j (see above). Full blocks run a fixed-trip-count loop over l.
 template <class Traits, class F>

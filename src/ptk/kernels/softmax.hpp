@@ -44,41 +44,35 @@ struct SoftmaxForward {
   };
 
   KOKKOS_INLINE_FUNCTION void operator()(const Team& team) const {
-    const int rows = static_cast<int>(inp.extent(0));
-    const int first = team.league_rank() * rows_per_team;
-    const int last = first + rows_per_team < rows ? first + rows_per_team : rows;
-    const int threads = team.team_size();
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, threads), [&](int t) {
-      int row = first + t;
-      if (row >= last) return;
-      float row_max = -FLT_MAX;
-      Kokkos::parallel_reduce(
-          Kokkos::ThreadVectorRange(team, V),
-          [&](int v, float& total) {
-            const float m = lane_max(v, &inp(row, 0), unmasked(row));
-            total = m > total ? m : total;
-          },
-          Kokkos::Max<float>(row_max));
-      for (;;) {
-        const int next = row + threads < last ? row + threads : -1;
-        ExpSum es;
-        Kokkos::parallel_reduce(
-            Kokkos::ThreadVectorRange(team, V), [&](int v, ExpSum& total) { total.merge(exp_sum(v, row, row_max, next)); },
-            Merge<ExpSum>(es));
-        // The sum is 0 only when every unmasked input is -inf (or nothing is unmasked): the row is all 0.
-        const float total = es.sum.value();
-        const float inv_sum = total == 0.0f ? 0.0f : 1.0f / total;
-        const int cols = static_cast<int>(inp.extent(1)), u = unmasked(row);
-        float* y = &out(row, 0);
-        Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, V), [&](int v) {
-          lane_sweep<Traits>(0, u, v, [&](int, int j) { y[j] *= inv_sum; });
-          lane_sweep<Traits>(u, cols, v, [&](int, int j) { y[j] = 0.0f * inv_sum; });
+    walk_pipelined_rows(
+        team, static_cast<int>(inp.extent(0)), rows_per_team,
+        [&](int row) {
+          float row_max = -FLT_MAX;
+          Kokkos::parallel_reduce(
+              Kokkos::ThreadVectorRange(team, V),
+              [&](int v, float& total) {
+                const float m = lane_max(v, &inp(row, 0), unmasked(row));
+                total = m > total ? m : total;
+              },
+              Kokkos::Max<float>(row_max));
+          return row_max;
+        },
+        [&](int row, int next, float row_max) {
+          ExpSum es;
+          Kokkos::parallel_reduce(
+              Kokkos::ThreadVectorRange(team, V),
+              [&](int v, ExpSum& total) { total.merge(exp_sum(v, row, row_max, next)); }, Merge<ExpSum>(es));
+          // The sum is 0 only when every unmasked input is -inf (or nothing is unmasked): the row is all 0.
+          const float total = es.sum.value();
+          const float inv_sum = total == 0.0f ? 0.0f : 1.0f / total;
+          const int cols = static_cast<int>(inp.extent(1)), u = unmasked(row);
+          float* y = &out(row, 0);
+          Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, V), [&](int v) {
+            lane_sweep<Traits>(0, u, v, [&](int, int j) { y[j] *= inv_sum; });
+            lane_sweep<Traits>(u, cols, v, [&](int, int j) { y[j] = 0.0f * inv_sum; });
+          });
+          return es.next_max;
         });
-        if (next < 0) break;
-        row = next;
-        row_max = es.next_max;
-      }
-    });
   }
 
   KOKKOS_INLINE_FUNCTION int unmasked(int row) const {
