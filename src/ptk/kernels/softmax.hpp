@@ -26,7 +26,7 @@ namespace ptk::kernels {
 template <class Space>
 struct SoftmaxForward {
   using Team = typename Kokkos::TeamPolicy<Space>::member_type;
-  using Traits = WithLanes<RowTraits<Space>, RowTraits<Space>::lanes>;
+  using Traits = RowTraits<Space>;
   static constexpr int L = Traits::lanes, V = Traits::vector_length, W = L * V;
   Matrix<Space> out;
   ConstMatrix<Space> inp;
