@@ -11,7 +11,6 @@
 // on a GPU (vector_length 32, lanes 1) it is one register per warp lane with coalesced loads.
 #include <Kokkos_Core.hpp>
 
-#include <cfloat>
 #include <cstdint>
 
 namespace ptk::kernels {
@@ -85,6 +84,16 @@ KOKKOS_FORCEINLINE_FUNCTION void prefetch_ahead(const float* row, int j) {
   (void)row;
   (void)j;
 #endif
+}
+
+// The prefetches of one block [b, b + W) of a pipelined sweep: `stream` (the row read from memory)
+// and, for writing, y (the row written), each prefetch_distance ahead, one hint a cache line.
+template <class Traits, int W>
+KOKKOS_FORCEINLINE_FUNCTION void prefetch_block(const float* stream, const float* y, int b) {
+  for (int q = 0; q < W; q += line_floats) {
+    prefetch_ahead<Traits>(stream, b + q);
+    prefetch_ahead<Traits, true>(y, b + q);
+  }
 }
 
 // The row walk of the software-pipelined forwards (softmax, layernorm, rmsnorm): team thread t
@@ -210,7 +219,6 @@ KOKKOS_INLINE_FUNCTION Compensated lane_sum(int begin, int end, int v, const Ter
     float p[L] = {};
     if (Store) {
       for (; b < stop; b += W) {
-        for (int q = 0; q < W; q += line_floats) prefetch_ahead<Traits, true>(store, b + q);
         float t[L];
         for (int l = 0; l < L; ++l) t[l] = term(b + l * V + v);
         for (int l = 0; l < L; ++l) store[b + l * V + v] = t[l];
@@ -296,8 +304,7 @@ KOKKOS_INLINE_FUNCTION Compensated lane_sum_map(int begin, int end, int v, const
     const int stop = full - b > C * W ? b + C * W : full;
     float p[L] = {};
     for (; b < stop; b += W) {
-      for (int q = 0; q < W; q += line_floats) prefetch_ahead<Traits>(stream, b + q);
-      for (int q = 0; q < W; q += line_floats) prefetch_ahead<Traits, true>(y, b + q);
+      prefetch_block<Traits, W>(stream, y, b);
       float t[L], o[L];
       for (int l = 0; l < L; ++l) {
         t[l] = term(b + l * V + v);
@@ -332,8 +339,7 @@ KOKKOS_INLINE_FUNCTION CompensatedPair lane_sum2_map(int begin, int end, int v, 
     const int stop = full - b > C * W ? b + C * W : full;
     float p1[L] = {}, p2[L] = {};
     for (; b < stop; b += W) {
-      for (int q = 0; q < W; q += line_floats) prefetch_ahead<Traits>(stream, b + q);
-      for (int q = 0; q < W; q += line_floats) prefetch_ahead<Traits, true>(y, b + q);
+      prefetch_block<Traits, W>(stream, y, b);
       float t1[L], t2[L], o[L];
       for (int l = 0; l < L; ++l) {
         term(b + l * V + v, t1[l], t2[l]);
@@ -375,38 +381,6 @@ KOKKOS_INLINE_FUNCTION float tree_max(float (&v)[L]) {
   for (int w = L / 2; w >= 1; w /= 2)
     for (int l = 0; l < w; ++l) v[l] = v[l + w] > v[l] ? v[l + w] : v[l];
   return v[0];
-}
-
-// The NaN-skipping max of term(j) over the columns j in [begin, end) of vector lane v (-FLT_MAX
-// if there are none), in the same sweep storing y[j] = value(j) and prefetching `stream`, the row
-// term reads from memory: softmax's pipelined sweep, as lane_sum_map is the norms'. y may alias
-// value's inputs, not term's.
-template <class Traits, class Term, class Value>
-KOKKOS_INLINE_FUNCTION float lane_max_map(int begin, int end, int v, const Term& term, float* y, const Value& value,
-                                          const float* stream) {
-  constexpr int L = Traits::lanes, V = Traits::vector_length, W = L * V;
-  float m[L];
-  for (int l = 0; l < L; ++l) m[l] = -FLT_MAX;
-  const int full = begin + (end - begin) / W * W;
-  for (int b = begin; b < full; b += W) {
-    for (int q = 0; q < W; q += line_floats) prefetch_ahead<Traits>(stream, b + q);
-    float t[L], o[L];
-    for (int l = 0; l < L; ++l) {
-      t[l] = term(b + l * V + v);
-      o[l] = value(b + l * V + v);
-    }
-    for (int l = 0; l < L; ++l) y[b + l * V + v] = o[l];
-    for (int l = 0; l < L; ++l) m[l] = t[l] > m[l] ? t[l] : m[l];
-  }
-  for (int l = 0; l < L; ++l) {
-    const int j = full + l * V + v;
-    if (j < end) {
-      const float t = term(j);
-      y[j] = value(j);
-      m[l] = t > m[l] ? t : m[l];
-    }
-  }
-  return tree_max(m);
 }
 
 // Kokkos reducer over a value type with merge() (Compensated, CompensatedPair, softmax's ExpSum),

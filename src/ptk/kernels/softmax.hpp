@@ -111,8 +111,7 @@ struct SoftmaxForward {
       const int stop = full - b > C * W ? b + C * W : full;
       float p[L] = {};
       for (; b < stop; b += W) {
-        for (int q = 0; q < W; q += line_floats) prefetch_ahead<Traits>(xn, b + q);
-        for (int q = 0; q < W; q += line_floats) prefetch_ahead<Traits, true>(y, b + q);
+        prefetch_block<Traits, W>(xn, y, b);
         float e[L], t[L];
         for (int l = 0; l < L; ++l) {
           e[l] = fast_exp_nonpositive(sc * x[b + l * V + v] - row_max);
