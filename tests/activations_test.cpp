@@ -97,7 +97,7 @@ void check_activation_backward(const ActivationCase& c) {
     const double e = std::exp(-std::fabs(a)), d = 1 / (1 + e);  // e^-|a|, 1 / (1 + e^-|a|)
     const double s = a <= 0 ? d : e * d, s1s = e * d * d;  // σ(−a), σ(−a)(1 − σ(−a))
     const double t = std::isfinite(v) ? v * da * s1s : 0.0;
-    const double lost = std::fabs(a) > 87.3365 ? std::fabs(dy[i]) * (std::fabs(t) + e * d) : 0.0;
+    const double lost = std::fabs(a) > -kernels::fast_exp_nonpositive_floor ? std::fabs(dy[i]) * (std::fabs(t) + e * d) : 0.0;
     const double arg_error = gelu ? 6 * tolerance::u * std::fmin(1e30, std::fabs(a)) : 0.0;
     return tolerance::activation_backward(std::fabs(dy[i]), s1s, s, std::fabs(t), arg_error, lost).allowed(want[i]);
   })) << Space::name();

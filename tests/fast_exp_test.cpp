@@ -86,26 +86,29 @@ TEST(FastExp, SpecialValuesAndEdges) {
     EXPECT_TRUE(std::isnan(fast_exp(from_bits(b)))) << std::hex << b;
 }
 
-// fast_exp_nonpositive (softmax, gelu, silu) has no clamp: on its domain x <= 1 it must give
-// fast_exp's result bit for bit where e^x is a normal float, and +0 below (the bit mask clears
-// whatever the unclamped arithmetic made of x, -inf and -FLT_MAX included); NaN stays NaN.
+// fast_exp_nonpositive (softmax, gelu, silu) has no clamp and applies 2^n to the exponent bits: on
+// its domain x <= 1 it must give fast_exp's result bit for bit from its floor (-86.9) up, and +0
+// below (the bit mask clears whatever the arithmetic made of x, -inf and -FLT_MAX included; between
+// ln(FLT_MIN) and the floor that is a flush of results below 1.8e-38); NaN stays NaN, any payload.
 TEST(FastExp, NonpositiveVariantMatchesOnItsDomain) {
   const float inf = std::numeric_limits<float>::infinity();
+  const float floor_x = kernels::fast_exp_nonpositive_floor;
   int differing = 0;
   float first_x = 0;
   auto check = [&](float x) {
     if (to_bits(fast_exp_nonpositive(x)) != to_bits(fast_exp(x)) && differing++ == 0) first_x = x;
   };
-  for (std::uint32_t b = 0x80000000u; b <= to_bits(lo); b += 61) check(from_bits(b));
+  for (std::uint32_t b = 0x80000000u; b <= to_bits(floor_x); b += 61) check(from_bits(b));
   for (std::uint32_t b = 0; b <= to_bits(1.0f); b += 61) check(from_bits(b));
-  check(lo);
+  check(floor_x);
   check(1.0f);
   EXPECT_EQ(differing, 0) << "first at x = " << first_x;
-  for (float x : {std::nextafter(lo, -inf), -87.34f, -88.0f, -103.9f, -1e30f, -FLT_MAX, -inf}) {
+  EXPECT_GT(fast_exp_nonpositive(floor_x), 1.5f * FLT_MIN);
+  for (float x : {std::nextafter(floor_x, -inf), -87.0f, -87.2f, lo, -87.34f, -88.0f, -103.9f, -1e30f, -FLT_MAX, -inf}) {
     EXPECT_EQ(fast_exp_nonpositive(x), 0.0f) << x;
     EXPECT_FALSE(std::signbit(fast_exp_nonpositive(x))) << x;
   }
-  for (std::uint32_t b : {0x7FC00000u, 0xFFC00000u, 0x7F800001u, 0xFF800001u, 0x7FFFFFFFu, 0xFFFFFFFFu})
+  for (std::uint32_t b : {0x7FC00000u, 0xFFC00000u, 0x7F800001u, 0xFF800001u, 0x7FFFFFFFu, 0xFFFFFFFFu, 0x7FC001FFu})
     EXPECT_TRUE(std::isnan(fast_exp_nonpositive(from_bits(b)))) << std::hex << b;
 }
 

@@ -95,8 +95,8 @@ inline Tolerance column_sum(std::int64_t rows, double sum_abs_terms, double term
 // gelu / silu backward, per element: dx += dy·(s + t), s = σ(−a), t = x·a'·s(1 − s), a the exp argument
 // (gelu: −2√(2/π)(x + 0.044715x³), silu: −x). An error δ in a (gelu: 6u|a|, five roundings as in the
 // forward; silu: exact) moves s by s(1 − s)·δ and t by |t|·δ; exp, 1/(1 + E), a', the products and the
-// sum add ~14u of |s| + |t| (16u allowed). Where exp(−|a|) underflows (|a| > 87.34, fast_exp flushes
-// below FLT_MIN) the kernel drops t and the small one of s, 1 − s: `lost` is their size (< 1e-35·|dy|).
+// sum add ~14u of |s| + |t| (16u allowed). Where exp(−|a|) underflows (|a| > 86.9, fast_exp_nonpositive flushes
+// below e^-86.9 = 1.8e-38) the kernel drops t and the small one of s, 1 − s: `lost` is their size (< 1e-35·|dy|).
 inline Tolerance activation_backward(double abs_dy, double s_times_1_minus_s, double abs_s, double abs_t,
                                      double exp_argument_error, double lost) {
   return {tiny + lost + abs_dy * ((s_times_1_minus_s + abs_t) * exp_argument_error + 16.0 * u * (abs_s + abs_t)),

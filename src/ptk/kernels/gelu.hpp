@@ -33,7 +33,7 @@ void gelu_forward(const Vector<Space>& out, const ConstVector<Space>& inp) {
 
 // gelu'(v). With a = -2u (the forward's exp argument), E = e^-|a| <= 1 and D = 1 / (1 + E):
 // s = σ(-a) is D for a <= 0 and E·D for a > 0, and s (1 - s) = E·D² either way, so nothing
-// cancels and exp never overflows. Where |a| > 87.34, E is flushed to 0 (fast_exp_nonpositive) and
+// cancels and exp never overflows. Where |a| > 86.9, E is flushed to 0 (fast_exp_nonpositive) and
 // the second term, below ~1e-35, is dropped as v · 0: that keeps v · 2u' (which overflows for huge
 // v) out of the product, and gives NaN for v = ±inf as the float64 oracle (and PyTorch) do.
 KOKKOS_INLINE_FUNCTION float gelu_grad(float v) {
@@ -45,7 +45,7 @@ KOKKOS_INLINE_FUNCTION float gelu_grad(float v) {
   const float e = fast_exp_nonpositive(-abs_a);
   const float d = 1.0f / (1.0f + e);
   const float s = a <= 0.0f ? d : e * d;
-  const float t = abs_a > 87.3365479f ? v * 0.0f : v * da * (e * d * d);
+  const float t = abs_a > -fast_exp_nonpositive_floor ? v * 0.0f : v * da * (e * d * d);
   return s + t;
 }
 

@@ -26,7 +26,7 @@ namespace ptk::kernels {
 template <class Space>
 struct SoftmaxForward {
   using Team = typename Kokkos::TeamPolicy<Space>::member_type;
-  using Traits = RowTraits<Space>;
+  using Traits = WithLanes<RowTraits<Space>, RowTraits<Space>::norm_lanes>;
   static constexpr int L = Traits::lanes, V = Traits::vector_length, W = L * V;
   Matrix<Space> out;
   ConstMatrix<Space> inp;
@@ -61,7 +61,10 @@ struct SoftmaxForward {
           ExpSum es;
           Kokkos::parallel_reduce(
               Kokkos::ThreadVectorRange(team, V),
-              [&](int v, ExpSum& total) { total.merge(exp_sum(v, row, row_max, next)); }, Merge<ExpSum>(es));
+              [&](int v, ExpSum& total) {
+            total.merge(scale < 0.0f ? exp_sum<true>(v, row, row_max, next) : exp_sum<false>(v, row, row_max, next));
+          },
+          Merge<ExpSum>(es));
           // The sum is 0 only when every unmasked input is -inf (or nothing is unmasked): the row is all 0.
           const float total = es.sum.value();
           const float inv_sum = total == 0.0f ? 0.0f : 1.0f / total;
@@ -94,9 +97,46 @@ struct SoftmaxForward {
     return tree_max(m);
   }
 
+  // K blocks [b, b + K W) of exp_sum's sweep: slot l sums its K exps plainly (in column order) and
+  // adds that to its Kahan sum (s[l], c[l]), as lane_sum's chunks do, and takes the running max (min)
+  // m[l] of the next row's inputs. The loop over slots is the vector loop (one slot a SIMD lane,
+  // PTK_SIMD_LOOP), so the K-block walk runs in registers: the earlier form, which formed each
+  // block's exps in local arrays, kept them on the stack and ran 35-40 % slower (4096x512).
+  template <bool NegativeScale, int K>
+  KOKKOS_FORCEINLINE_FUNCTION void exp_chunk(int v, int b, const float* x, const float* xn, float* y, float row_max,
+                                             float (&s)[L], float (&c)[L], float (&m)[L]) const {
+    const float sc = scale;
+    for (int q = 0; q < K * W; q += line_floats) {
+      prefetch_ahead<Traits>(xn, b + q);
+      prefetch_ahead<Traits, true>(y, b + q);
+    }
+    float p[L];
+    PTK_SIMD_LOOP
+    for (int l = 0; l < L; ++l) {
+      float sum = 0.0f, extreme = m[l];
+      for (int k = 0; k < K; ++k) {
+        const int j = b + k * W + l * V + v;
+        const float e = fast_exp_nonpositive(sc * x[j] - row_max);
+        y[j] = e;
+        sum += e;
+        const float t = xn[j];
+        if (NegativeScale)
+          extreme = t < extreme ? t : extreme;
+        else
+          extreme = t > extreme ? t : extreme;
+      }
+      p[l] = sum;
+      m[l] = extreme;
+    }
+    kahan_add(s, c, p);
+  }
+
   // Lane v's part of row `row`'s exps, exp(scale * inp - row_max), stored in out, and their
   // compensated sum (blocked as lane_sum), with the max of row `next` (next >= 0) taken and
-  // prefetched in the same sweep over the columns unmasked in both.
+  // prefetched in the same sweep over the columns unmasked in both. That max is taken on the
+  // inputs themselves (their min when NegativeScale) and scaled once: rounding is monotonic, so
+  // scale * max x is max(scale * x) exactly, and the sweep saves a multiply a vector.
+  template <bool NegativeScale>
   KOKKOS_INLINE_FUNCTION ExpSum exp_sum(int v, int row, float row_max, int next) const {
     constexpr int C = Traits::chunk_blocks;
     const float* x = &inp(row, 0);
@@ -106,26 +146,22 @@ struct SoftmaxForward {
     const int n = unmasked(row), nn = next >= 0 ? unmasked(next) : 0;
     const int full = (n < nn ? n : nn) / W * W;
     float s[L] = {}, c[L] = {}, m[L];
-    for (int l = 0; l < L; ++l) m[l] = -FLT_MAX;
+    for (int l = 0; l < L; ++l) m[l] = NegativeScale ? FLT_MAX : -FLT_MAX;
+    // Chunks of C blocks, then the blocks left over one at a time (a chunk each).
     for (int b = 0; b < full;) {
-      const int stop = full - b > C * W ? b + C * W : full;
-      float p[L] = {};
-      for (; b < stop; b += W) {
-        prefetch_block<Traits, W>(xn, y, b);
-        float e[L], t[L];
-        for (int l = 0; l < L; ++l) {
-          e[l] = fast_exp_nonpositive(sc * x[b + l * V + v] - row_max);
-          t[l] = sc * xn[b + l * V + v];
-        }
-        for (int l = 0; l < L; ++l) y[b + l * V + v] = e[l];
-        for (int l = 0; l < L; ++l) {
-          p[l] += e[l];
-          m[l] = t[l] > m[l] ? t[l] : m[l];
-        }
+      if (full - b >= C * W) {
+        exp_chunk<NegativeScale, C>(v, b, x, xn, y, row_max, s, c, m);
+        b += C * W;
+      } else {
+        exp_chunk<NegativeScale, 1>(v, b, x, xn, y, row_max, s, c, m);
+        b += W;
       }
-      kahan_add(s, c, p);
     }
-    ExpSum r{merge_slots(s, c), tree_max(m)};
+    float extreme = m[0];
+    for (int l = 1; l < L; ++l) extreme = NegativeScale ? (m[l] < extreme ? m[l] : extreme) : (m[l] > extreme ? m[l] : extreme);
+    // An all -inf part scales to -inf (or below -FLT_MAX) for |scale| > 1: keep lane_max's floor.
+    const float scaled = full > 0 ? sc * extreme : -FLT_MAX;
+    ExpSum r{merge_slots(s, c), scaled > -FLT_MAX ? scaled : -FLT_MAX};
     r.sum.merge(lane_sum<Traits, true>(
         full, n, v, [&](int j) { return fast_exp_nonpositive(sc * x[j] - row_max); }, y));
     if (full < nn) {
