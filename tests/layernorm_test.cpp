@@ -33,6 +33,10 @@ const std::vector<LayernormCase> kCases = [] {
   cases.push_back({{7}, 1e-5f, false});
   cases.push_back({{1, 65537}, 1e-5f, false});
   cases.push_back({{300, 64}, 1e-5f, false});  // many rows per partial row of dgamma / dbeta
+  // Outputs of 32 MiB and more go out as non-temporal stores on the host (RowTraits::stream_stores):
+  // rows 64-byte aligned (1024 wide), and mostly not (1025 wide: plain stores but every 16th row).
+  cases.push_back({{8192, 1024}, 1e-5f, false});
+  cases.push_back({{8191, 1025}, 1e-5f, false});
   cases.push_back({{17, 513}, 1e-5f, true});
   cases.push_back({{3, 1}, 1e-3f, true});
   return cases;

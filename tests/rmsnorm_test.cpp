@@ -26,6 +26,10 @@ const std::vector<RmsnormCase> kCases = [] {
   cases.push_back({{5}, 1e-5f, false});
   cases.push_back({{1, 65537}, 1e-5f, false});
   cases.push_back({{300, 64}, 1e-5f, false});  // many rows per partial row of dweight
+  // Outputs of 32 MiB and more go out as non-temporal stores on the host (RowTraits::stream_stores):
+  // rows 64-byte aligned (1024 wide), and mostly not (1025 wide: plain stores but every 16th row).
+  cases.push_back({{8192, 1024}, 1e-5f, false});
+  cases.push_back({{8191, 1025}, 1e-5f, false});
   cases.push_back({{17, 513}, 1e-5f, true});
   return cases;
 }();

@@ -32,6 +32,7 @@ struct LayernormForward {
   ConstVector<Space> weight, bias;
   float eps;
   int rows_per_team;
+  bool streaming;  // non-temporal stores of out (RowTraits::stream_stores)
 
   struct Stats {
     float m, r;
@@ -42,6 +43,7 @@ struct LayernormForward {
         team, static_cast<int>(inp.extent(0)), rows_per_team,
         [&](int row) { return this->stats(team, row, Stats{0.0f, 0.0f}, -1); },
         [&](int row, int next, const Stats& st) { return this->stats(team, next, st, row); });
+    streaming_fence<Traits>(streaming);
   }
 
   // The mean and rstd of row `row` (row >= 0; saved), and, with prev >= 0, out row `prev` written
@@ -76,7 +78,7 @@ struct LayernormForward {
     if (prev >= 0) {
       Kokkos::parallel_reduce(
           Kokkos::ThreadVectorRange(team, Traits::vector_length),
-          [&](int v, CompensatedPair& total) { total.merge(lane_sum2_map<Traits>(0, cols, v, term, y, value, x)); },
+          [&](int v, CompensatedPair& total) { total.merge(lane_sum2_map<Traits>(0, cols, v, term, y, value, x, streaming)); },
           CompensatedPairSum<Space>(sums));
     } else {
       Kokkos::parallel_reduce(
@@ -105,7 +107,8 @@ void layernorm_forward(const Matrix<Space>& out, const Vector<Space>& mean, cons
   const int rows = static_cast<int>(inp.extent(0));
   const int rows_per_team = RowTraits<Space>::pipeline_rows(rows);
   Kokkos::parallel_for("ptk::layernorm_forward", RowTraits<Space>::policy(rows, rows_per_team),
-                       LayernormForward<Space>{out, mean, rstd, inp, weight, bias, eps, rows_per_team});
+                       LayernormForward<Space>{out, mean, rstd, inp, weight, bias, eps, rows_per_team,
+                                               RowTraits<Space>::stream_stores(out.span() * sizeof(float))});
 }
 
 // Rows are mapped as in the forward pass, but blocked for the column sums (ColumnPartials in

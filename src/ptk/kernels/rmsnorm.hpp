@@ -26,12 +26,14 @@ struct RmsnormForward {
   ConstVector<Space> weight;
   float eps;
   int rows_per_team;
+  bool streaming;  // non-temporal stores of out (RowTraits::stream_stores)
 
   KOKKOS_INLINE_FUNCTION void operator()(const Team& team) const {
     walk_pipelined_rows(
         team, static_cast<int>(inp.extent(0)), rows_per_team,
         [&](int row) { return this->stats(team, row, nullptr, 0.0f, -1); },
         [&](int row, int next, float r) { return this->stats(team, next, &out(row, 0), r, row); });
+    streaming_fence<Traits>(streaming);
   }
 
   // The rstd of row `row` (row >= 0; saved), and, with y, y = out row `prev` written with rstd rp,
@@ -54,7 +56,7 @@ struct RmsnormForward {
           Kokkos::ThreadVectorRange(team, Traits::vector_length),
           [&](int v, Compensated& total) {
             total.merge(lane_sum_map<Traits>(
-                0, cols, v, [&](int j) { return x[j] * x[j]; }, y, [&](int j) { return xp[j] * rp * w[j]; }, x));
+                0, cols, v, [&](int j) { return x[j] * x[j]; }, y, [&](int j) { return xp[j] * rp * w[j]; }, x, streaming));
           },
           CompensatedSum<Space>(squares));
     } else {
@@ -76,7 +78,8 @@ void rmsnorm_forward(const Matrix<Space>& out, const Vector<Space>& rstd, const 
   const int rows = static_cast<int>(inp.extent(0));
   const int rows_per_team = RowTraits<Space>::pipeline_rows(rows);
   Kokkos::parallel_for("ptk::rmsnorm_forward", RowTraits<Space>::policy(rows, rows_per_team),
-                       RmsnormForward<Space>{out, rstd, inp, weight, eps, rows_per_team});
+                       RmsnormForward<Space>{out, rstd, inp, weight, eps, rows_per_team,
+                                             RowTraits<Space>::stream_stores(out.span() * sizeof(float))});
 }
 
 // Rows are mapped as in layernorm_backward (a team owns a block of rows, each thread a partial row

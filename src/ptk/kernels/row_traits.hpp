@@ -12,6 +12,12 @@
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
+// Streaming stores (store_block) use x86 intrinsics: only in plain host compilers (not under nvcc
+// or hipcc, whose GPU builds keep plain stores on the host too).
+#if defined(__SSE__) && !defined(__CUDACC__) && !defined(__HIPCC__)
+#define PTK_STREAMING_STORES 1
+#include <immintrin.h>
+#endif
 
 namespace ptk::kernels {
 
@@ -34,6 +40,15 @@ struct RowTraits {
   // at ~0.7x memcpy (measured 0.67-0.77x vs 0.81-1.07x with it, 768- and 4096-wide rows). GPU: 0,
   // none: a GPU hides memory latency with the other resident warps.
   static constexpr int prefetch_distance = host ? 1024 : 0;
+  // Outputs at least this large are written with non-temporal (streaming) stores by the pipelined
+  // forwards (store_block): such an output cannot stay in the last-level cache for its consumer
+  // anyway, and an ordinary store first reads its line from memory (read-for-ownership), a third
+  // stream beside the input read and the write. Host: 32 MiB (this machine's L3); measured on
+  // layernorm 32768x768 (96 MiB), 25 -> 36 GB/s. GPU: never (0).
+  static constexpr std::size_t stream_store_bytes = host ? std::size_t(32) << 20 : 0;
+  static bool stream_stores(std::size_t output_bytes) {
+    return stream_store_bytes > 0 && output_bytes >= stream_store_bytes;
+  }
 
   static Kokkos::TeamPolicy<Space> policy(int rows, int rows_a_team = rows_per_team) {
     const int league = (rows + rows_a_team - 1) / rows_a_team;
@@ -87,13 +102,52 @@ KOKKOS_FORCEINLINE_FUNCTION void prefetch_ahead(const float* row, int j) {
 }
 
 // The prefetches of one block [b, b + W) of a pipelined sweep: `stream` (the row read from memory)
-// and, for writing, y (the row written), each prefetch_distance ahead, one hint a cache line.
+// and, for writing, y (the row written; none with streaming stores, which do not read their
+// lines), each prefetch_distance ahead, one hint a cache line.
 template <class Traits, int W>
-KOKKOS_FORCEINLINE_FUNCTION void prefetch_block(const float* stream, const float* y, int b) {
+KOKKOS_FORCEINLINE_FUNCTION void prefetch_block(const float* stream, const float* y, int b, bool streaming = false) {
   for (int q = 0; q < W; q += line_floats) {
     prefetch_ahead<Traits>(stream, b + q);
-    prefetch_ahead<Traits, true>(y, b + q);
+    if (!streaming) prefetch_ahead<Traits, true>(y, b + q);
   }
+}
+
+// y[l * V] = o[l] for the L values of one block of vector lane v (y points at its first column).
+// With `streaming` on the host, a 64-byte-aligned block of 16 floats goes out as non-temporal
+// stores (see RowTraits::stream_store_bytes), with the widest the build's ISA has; anything else
+// (GPU, other block shapes, an unaligned row) is plain stores. Streaming stores are weakly ordered:
+// a kernel that issued them ends with streaming_fence() before its results are read.
+template <class Traits, int L>
+KOKKOS_FORCEINLINE_FUNCTION void store_block(float* y, const float (&o)[L], bool streaming) {
+#if defined(PTK_STREAMING_STORES)
+  if constexpr (Traits::host && Traits::vector_length == 1 && L == line_floats) {
+    if (streaming && (reinterpret_cast<std::uintptr_t>(y) & 63) == 0) {
+#if defined(__AVX512F__)
+      _mm512_stream_ps(y, _mm512_loadu_ps(o));
+#elif defined(__AVX__)
+      _mm256_stream_ps(y, _mm256_loadu_ps(o));
+      _mm256_stream_ps(y + 8, _mm256_loadu_ps(o + 8));
+#else
+      for (int q = 0; q < L; q += 4) _mm_stream_ps(y + q, _mm_loadu_ps(o + q));
+#endif
+      return;
+    }
+  }
+#else
+  (void)streaming;
+#endif
+  for (int l = 0; l < L; ++l) y[l * Traits::vector_length] = o[l];
+}
+
+// Orders a thread's streaming stores before whatever follows (an sfence on the host; nothing where
+// store_block never streams).
+template <class Traits>
+KOKKOS_FORCEINLINE_FUNCTION void streaming_fence(bool streaming) {
+#if defined(PTK_STREAMING_STORES)
+  if (Traits::host && streaming) _mm_sfence();
+#else
+  (void)streaming;
+#endif
 }
 
 // The row walk of the software-pipelined forwards (softmax, layernorm, rmsnorm): team thread t
@@ -293,10 +347,11 @@ KOKKOS_INLINE_FUNCTION CompensatedPair lane_sum2(int begin, int end, int v, cons
 // those of term. Blocking, compensation and merge as lane_sum: the sums are bitwise the same.
 // `stream` is the row term reads from memory: each block prefetches its lines ahead, and y's lines
 // for writing (prefetch_ahead; y's read-for-ownership otherwise stalls the stores: layernorm went
-// from 36-38 to 46-59 GB/s with it).
+// from 36-38 to 46-59 GB/s with it), or, with `streaming`, writes y's blocks with non-temporal
+// stores instead (store_block), for outputs too large for the cache.
 template <class Traits, class Term, class Value>
 KOKKOS_INLINE_FUNCTION Compensated lane_sum_map(int begin, int end, int v, const Term& term, float* y,
-                                                const Value& value, const float* stream) {
+                                                const Value& value, const float* stream, bool streaming) {
   constexpr int L = Traits::lanes, V = Traits::vector_length, W = L * V, C = Traits::chunk_blocks;
   float s[L] = {}, c[L] = {};
   const int full = begin + (end - begin) / W * W;
@@ -304,14 +359,14 @@ KOKKOS_INLINE_FUNCTION Compensated lane_sum_map(int begin, int end, int v, const
     const int stop = full - b > C * W ? b + C * W : full;
     float p[L] = {};
     for (; b < stop; b += W) {
-      prefetch_block<Traits, W>(stream, y, b);
+      prefetch_block<Traits, W>(stream, y, b, streaming);
       float t[L], o[L];
       for (int l = 0; l < L; ++l) {
         t[l] = term(b + l * V + v);
         o[l] = value(b + l * V + v);
       }
-      for (int l = 0; l < L; ++l) y[b + l * V + v] = o[l];
       for (int l = 0; l < L; ++l) p[l] += t[l];
+      store_block<Traits>(y + b + v, o, streaming);
     }
     kahan_add(s, c, p);
   }
@@ -331,7 +386,7 @@ KOKKOS_INLINE_FUNCTION Compensated lane_sum_map(int begin, int end, int v, const
 
 template <class Traits, class Term, class Value>
 KOKKOS_INLINE_FUNCTION CompensatedPair lane_sum2_map(int begin, int end, int v, const Term& term, float* y,
-                                                     const Value& value, const float* stream) {
+                                                     const Value& value, const float* stream, bool streaming) {
   constexpr int L = Traits::lanes, V = Traits::vector_length, W = L * V, C = Traits::chunk_blocks;
   float s1[L] = {}, c1[L] = {}, s2[L] = {}, c2[L] = {};
   const int full = begin + (end - begin) / W * W;
@@ -339,17 +394,20 @@ KOKKOS_INLINE_FUNCTION CompensatedPair lane_sum2_map(int begin, int end, int v, 
     const int stop = full - b > C * W ? b + C * W : full;
     float p1[L] = {}, p2[L] = {};
     for (; b < stop; b += W) {
-      prefetch_block<Traits, W>(stream, y, b);
+      prefetch_block<Traits, W>(stream, y, b, streaming);
       float t1[L], t2[L], o[L];
       for (int l = 0; l < L; ++l) {
         term(b + l * V + v, t1[l], t2[l]);
         o[l] = value(b + l * V + v);
       }
-      for (int l = 0; l < L; ++l) y[b + l * V + v] = o[l];
       for (int l = 0; l < L; ++l) {
         p1[l] += t1[l];
         p2[l] += t2[l];
       }
+      // After the sums, so that store_block's branch does not split each term from its add: the
+      // compiler contracts x * x + p into an FMA only within one block, and lane_sum (the same sums
+      // for a team's first row) gets the FMA; bitwise equal sums need both the same.
+      store_block<Traits>(y + b + v, o, streaming);
     }
     kahan_add(s1, c1, p1);
     kahan_add(s2, c2, p2);

@@ -14,9 +14,10 @@
 
 namespace ptk::kernels {
 
-// Rows are mapped by RowTraits (row_traits.hpp). Three sweeps per row: the max, exp
-// (fast_exp_nonpositive: the arguments are <= 0 up to a rounding) stored in out with a blocked
-// compensated sum, and the scale by 1/sum. They are software-pipelined over a team thread's rows
+// Rows are mapped by RowTraits (row_traits.hpp), with norm_lanes (16) slots on the host. Three
+// sweeps per row: the max, exp (fast_exp_nonpositive: the arguments are <= 0 up to a rounding)
+// stored in out with a blocked compensated sum (exp_chunk: the loop over slots is the vector loop),
+// and the scale by 1/sum. They are software-pipelined over a team thread's rows
 // (a team takes RowTraits::pipeline_rows rows): the exp sweep of one row, whose input is in L1/L2,
 // also takes the max of the thread's next row, which comes from memory (prefetched), so the loads
 // from memory overlap the exps; the scale sweep finds its row in L1/L2. The max skips NaN, so a
