@@ -63,9 +63,10 @@ struct SoftmaxForward {
           Kokkos::parallel_reduce(
               Kokkos::ThreadVectorRange(team, V),
               [&](int v, ExpSum& total) {
-            total.merge(scale < 0.0f ? exp_sum<true>(v, row, row_max, next) : exp_sum<false>(v, row, row_max, next));
-          },
-          Merge<ExpSum>(es));
+                total.merge(scale < 0.0f ? exp_sum<true>(v, row, row_max, next)
+                                         : exp_sum<false>(v, row, row_max, next));
+              },
+              Merge<ExpSum>(es));
           // The sum is 0 only when every unmasked input is -inf (or nothing is unmasked): the row is all 0.
           const float total = es.sum.value();
           const float inv_sum = total == 0.0f ? 0.0f : 1.0f / total;
@@ -99,18 +100,15 @@ struct SoftmaxForward {
   }
 
   // K blocks [b, b + K W) of exp_sum's sweep: slot l sums its K exps plainly (in column order) and
-  // adds that to its Kahan sum (s[l], c[l]), as lane_sum's chunks do, and takes the running max (min)
-  // m[l] of the next row's inputs. The loop over slots is the vector loop (one slot a SIMD lane,
+  // adds that to its Kahan sum (s[l], c[l]), as lane_sum's chunks do, and takes the running max
+  // m[l] of the next row's inputs (of their negations when NegativeScale). The loop over slots is the vector loop (one slot a SIMD lane,
   // PTK_SIMD_LOOP), so the K-block walk runs in registers: the earlier form, which formed each
   // block's exps in local arrays, kept them on the stack and ran 35-40 % slower (4096x512).
   template <bool NegativeScale, int K>
   KOKKOS_FORCEINLINE_FUNCTION void exp_chunk(int v, int b, const float* x, const float* xn, float* y, float row_max,
                                              float (&s)[L], float (&c)[L], float (&m)[L]) const {
     const float sc = scale;
-    for (int q = 0; q < K * W; q += line_floats) {
-      prefetch_ahead<Traits>(xn, b + q);
-      prefetch_ahead<Traits, true>(y, b + q);
-    }
+    prefetch_block<Traits, K * W>(xn, y, b);
     float p[L];
     PTK_SIMD_LOOP
     for (int l = 0; l < L; ++l) {
@@ -120,11 +118,8 @@ struct SoftmaxForward {
         const float e = fast_exp_nonpositive(sc * x[j] - row_max);
         y[j] = e;
         sum += e;
-        const float t = xn[j];
-        if (NegativeScale)
-          extreme = t < extreme ? t : extreme;
-        else
-          extreme = t > extreme ? t : extreme;
+        const float t = NegativeScale ? -xn[j] : xn[j];
+        extreme = t > extreme ? t : extreme;
       }
       p[l] = sum;
       m[l] = extreme;
@@ -136,7 +131,8 @@ struct SoftmaxForward {
   // compensated sum (blocked as lane_sum), with the max of row `next` (next >= 0) taken and
   // prefetched in the same sweep over the columns unmasked in both. That max is taken on the
   // inputs themselves (their min when NegativeScale) and scaled once: rounding is monotonic, so
-  // scale * max x is max(scale * x) exactly, and the sweep saves a multiply a vector.
+  // scale * max x is max(scale * x) exactly, and the sweep saves a multiply a vector (a positive
+  // scale; a negative one negates instead, exactly).
   template <bool NegativeScale>
   KOKKOS_INLINE_FUNCTION ExpSum exp_sum(int v, int row, float row_max, int next) const {
     constexpr int C = Traits::chunk_blocks;
@@ -147,7 +143,7 @@ struct SoftmaxForward {
     const int n = unmasked(row), nn = next >= 0 ? unmasked(next) : 0;
     const int full = (n < nn ? n : nn) / W * W;
     float s[L] = {}, c[L] = {}, m[L];
-    for (int l = 0; l < L; ++l) m[l] = NegativeScale ? FLT_MAX : -FLT_MAX;
+    for (int l = 0; l < L; ++l) m[l] = -FLT_MAX;
     // Chunks of C blocks, then the blocks left over one at a time (a chunk each).
     for (int b = 0; b < full;) {
       if (full - b >= C * W) {
@@ -158,10 +154,10 @@ struct SoftmaxForward {
         b += W;
       }
     }
-    float extreme = m[0];
-    for (int l = 1; l < L; ++l) extreme = NegativeScale ? (m[l] < extreme ? m[l] : extreme) : (m[l] > extreme ? m[l] : extreme);
-    // An all -inf part scales to -inf (or below -FLT_MAX) for |scale| > 1: keep lane_max's floor.
-    const float scaled = full > 0 ? sc * extreme : -FLT_MAX;
+    // sc * max x, or sc * min x = -sc * max(-x) for a negative scale. An all -inf part scales to
+    // -inf (or below -FLT_MAX) for |scale| > 1: keep lane_max's floor.
+    const float top = tree_max(m);
+    const float scaled = full > 0 ? sc * (NegativeScale ? -top : top) : -FLT_MAX;
     ExpSum r{merge_slots(s, c), scaled > -FLT_MAX ? scaled : -FLT_MAX};
     r.sum.merge(lane_sum<Traits, true>(
         full, n, v, [&](int j) { return fast_exp_nonpositive(sc * x[j] - row_max); }, y));
