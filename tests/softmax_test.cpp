@@ -44,6 +44,13 @@ const std::vector<SoftmaxCase> kCases = [] {
   cases.push_back({{3, 127, 127}, 1.0f, true, Fill::large});
   cases.push_back({{9, 33}, 1.0f, false, Fill::with_inf_and_nan});
   cases.push_back({{2, 9, 9}, 0.5f, true, Fill::with_inf_and_nan});
+  // Outputs of 32 MiB and more keep their exps in team scratch and go out as non-temporal stores on
+  // the host (RowTraits::stream_stores): 64-byte aligned rows (1024, 2048 wide) and mostly not (1025),
+  // a negative scale, causal rows and the inf / NaN rows.
+  cases.push_back({{8192, 1024}, 1.0f, false, Fill::uniform});
+  cases.push_back({{8191, 1025}, -0.5f, false, Fill::uniform});
+  cases.push_back({{2, 2048, 2048}, 0.125f, true, Fill::uniform});
+  cases.push_back({{4096, 2048}, 1.0f, false, Fill::with_inf_and_nan});
   return cases;
 }();
 

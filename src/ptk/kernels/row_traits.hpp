@@ -190,15 +190,16 @@ KOKKOS_INLINE_FUNCTION void lane_sweep(int begin, int end, int v, const F& f) {
 
 // y[j] = value(j) for the columns j in [begin, end) of vector lane v. A block's values are formed
 // in a local array before any is stored, so the host's vectorized block needs no runtime check of
-// y against value's inputs (y may alias them: each column is read before it is written).
+// y against value's inputs (y may alias them: each column is read before it is written). With
+// `streaming`, full blocks go out through store_block's non-temporal stores.
 template <class Traits, class F>
-KOKKOS_INLINE_FUNCTION void lane_map(int begin, int end, int v, float* y, const F& value) {
+KOKKOS_INLINE_FUNCTION void lane_map(int begin, int end, int v, float* y, const F& value, bool streaming = false) {
   constexpr int L = Traits::lanes, V = Traits::vector_length, W = L * V;
   const int full = begin + (end - begin) / W * W;
   for (int b = begin; b < full; b += W) {
     float t[L];
     for (int l = 0; l < L; ++l) t[l] = value(b + l * V + v);
-    for (int l = 0; l < L; ++l) y[b + l * V + v] = t[l];
+    store_block<Traits>(y + b + v, t, streaming);
   }
   if (full < end)
     for (int l = 0; l < L; ++l) {

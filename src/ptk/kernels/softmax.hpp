@@ -16,8 +16,9 @@ namespace ptk::kernels {
 
 // Rows are mapped by RowTraits (row_traits.hpp), with norm_lanes (16) slots on the host. Three
 // sweeps per row: the max, exp (fast_exp_nonpositive: the arguments are <= 0 up to a rounding)
-// stored in out with a blocked compensated sum (exp_chunk: the loop over slots is the vector loop),
-// and the scale by 1/sum. They are software-pipelined over a team thread's rows
+// stored in out (or, for outputs too large for the cache, in a scratch row: see `streaming`) with
+// a blocked compensated sum (exp_chunk: the loop over slots is the vector loop), and the scale by
+// 1/sum into out. They are software-pipelined over a team thread's rows
 // (a team takes RowTraits::pipeline_rows rows): the exp sweep of one row, whose input is in L1/L2,
 // also takes the max of the thread's next row, which comes from memory (prefetched), so the loads
 // from memory overlap the exps; the scale sweep finds its row in L1/L2. The max skips NaN, so a
@@ -34,6 +35,14 @@ struct SoftmaxForward {
   float scale;
   bool causal;
   int rows_per_team;
+  // Outputs of RowTraits::stream_store_bytes and more: the exps go to a row of team scratch (level
+  // 1, a row per team thread) instead of out, and the scale sweep writes out with non-temporal
+  // stores, so out is written once and never read (no read-for-ownership of its lines).
+  bool streaming;
+  static constexpr int exps_scratch_level = 1;
+  using ScratchMatrix = Kokkos::View<float**, Kokkos::LayoutRight, typename Space::scratch_memory_space,
+                                     Kokkos::MemoryUnmanaged>;
+  static std::size_t exps_scratch_bytes(int team_size, int cols) { return ScratchMatrix::shmem_size(team_size, cols); }
 
   struct ExpSum {
     Compensated sum;  // of the row's exps
@@ -45,6 +54,9 @@ struct SoftmaxForward {
   };
 
   KOKKOS_INLINE_FUNCTION void operator()(const Team& team) const {
+    const int cols = static_cast<int>(inp.extent(1));
+    const ScratchMatrix exps =
+        streaming ? ScratchMatrix(team.team_scratch(exps_scratch_level), team.team_size(), cols) : ScratchMatrix();
     walk_pipelined_rows(
         team, static_cast<int>(inp.extent(0)), rows_per_team,
         [&](int row) {
@@ -59,25 +71,27 @@ struct SoftmaxForward {
           return row_max;
         },
         [&](int row, int next, float row_max) {
+          float* y = &out(row, 0);
+          float* e = streaming ? &exps(team.team_rank(), 0) : y;
           ExpSum es;
           Kokkos::parallel_reduce(
               Kokkos::ThreadVectorRange(team, V),
               [&](int v, ExpSum& total) {
-                total.merge(scale < 0.0f ? exp_sum<true>(v, row, row_max, next)
-                                         : exp_sum<false>(v, row, row_max, next));
+                total.merge(scale < 0.0f ? exp_sum<true>(v, e, row, row_max, next)
+                                         : exp_sum<false>(v, e, row, row_max, next));
               },
               Merge<ExpSum>(es));
           // The sum is 0 only when every unmasked input is -inf (or nothing is unmasked): the row is all 0.
           const float total = es.sum.value();
           const float inv_sum = total == 0.0f ? 0.0f : 1.0f / total;
-          const int cols = static_cast<int>(inp.extent(1)), u = unmasked(row);
-          float* y = &out(row, 0);
+          const int u = unmasked(row);
           Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, V), [&](int v) {
-            lane_sweep<Traits>(0, u, v, [&](int, int j) { y[j] *= inv_sum; });
+            lane_map<Traits>(0, u, v, y, [&](int j) { return e[j] * inv_sum; }, streaming);
             lane_sweep<Traits>(u, cols, v, [&](int, int j) { y[j] = 0.0f * inv_sum; });
           });
           return es.next_max;
         });
+    streaming_fence<Traits>(streaming);
   }
 
   KOKKOS_INLINE_FUNCTION int unmasked(int row) const {
@@ -108,7 +122,7 @@ struct SoftmaxForward {
   KOKKOS_FORCEINLINE_FUNCTION void exp_chunk(int v, int b, const float* x, const float* xn, float* y, float row_max,
                                              float (&s)[L], float (&c)[L], float (&m)[L]) const {
     const float sc = scale;
-    prefetch_block<Traits, K * W>(xn, y, b);
+    prefetch_block<Traits, K * W>(xn, y, b, streaming);
     float p[L];
     PTK_SIMD_LOOP
     for (int l = 0; l < L; ++l) {
@@ -127,18 +141,18 @@ struct SoftmaxForward {
     kahan_add(s, c, p);
   }
 
-  // Lane v's part of row `row`'s exps, exp(scale * inp - row_max), stored in out, and their
+  // Lane v's part of row `row`'s exps, exp(scale * inp - row_max), stored in y (out's row, or the
+  // thread's scratch row when streaming), and their
   // compensated sum (blocked as lane_sum), with the max of row `next` (next >= 0) taken and
   // prefetched in the same sweep over the columns unmasked in both. That max is taken on the
   // inputs themselves (their min when NegativeScale) and scaled once: rounding is monotonic, so
   // scale * max x is max(scale * x) exactly, and the sweep saves a multiply a vector (a positive
   // scale; a negative one negates instead, exactly).
   template <bool NegativeScale>
-  KOKKOS_INLINE_FUNCTION ExpSum exp_sum(int v, int row, float row_max, int next) const {
+  KOKKOS_INLINE_FUNCTION ExpSum exp_sum(int v, float* y, int row, float row_max, int next) const {
     constexpr int C = Traits::chunk_blocks;
     const float* x = &inp(row, 0);
     const float* xn = next >= 0 ? &inp(next, 0) : nullptr;
-    float* y = &out(row, 0);
     const float sc = scale;
     const int n = unmasked(row), nn = next >= 0 ? unmasked(next) : 0;
     const int full = (n < nn ? n : nn) / W * W;
@@ -172,9 +186,16 @@ struct SoftmaxForward {
 template <class Space>
 void softmax_forward(const Matrix<Space>& out, const ConstMatrix<Space>& inp, float scale, bool causal) {
   const int rows = static_cast<int>(inp.extent(0));
+  const int cols = static_cast<int>(inp.extent(1));
+  using Kernel = SoftmaxForward<Space>;
   const int rows_per_team = RowTraits<Space>::pipeline_rows(rows);
-  Kokkos::parallel_for("ptk::softmax_forward", RowTraits<Space>::policy(rows, rows_per_team),
-                       SoftmaxForward<Space>{out, inp, scale, causal, rows_per_team});
+  auto policy = RowTraits<Space>::policy(rows, rows_per_team);
+  const std::size_t exps_bytes = Kernel::exps_scratch_bytes(policy.team_size(), cols);
+  // Rows too long for scratch (beyond Kokkos' advertised limit) keep their exps in out.
+  const bool streaming = RowTraits<Space>::stream_stores(out.span() * sizeof(float)) &&
+                         exps_bytes <= static_cast<std::size_t>(policy.scratch_size_max(Kernel::exps_scratch_level));
+  if (streaming) policy.set_scratch_size(Kernel::exps_scratch_level, Kokkos::PerTeam(exps_bytes));
+  Kokkos::parallel_for("ptk::softmax_forward", policy, Kernel{out, inp, scale, causal, rows_per_team, streaming});
 }
 
 // Rows are mapped by RowTraits (row_traits.hpp). Two sweeps per row: the dot product Σ out·dout
