@@ -28,6 +28,8 @@ def cases():
     yield "1000+N(0,1) 1x1048576", (1000.0 + rng.standard_normal((1, 1 << 20))).astype(np.float32)
     yield "N(0,1) 4x1048576", rng.standard_normal((4, 1 << 20)).astype(np.float32)
     yield "U(-2,2) 4096x768", rng.uniform(-2, 2, (4096, 768)).astype(np.float32)
+    # 48 MiB a tensor: past RowTraits::stream_store_bytes, the forwards' streaming-store paths.
+    yield "1000+N(0,1) 16384x768", (1000.0 + rng.standard_normal((16384, 768))).astype(np.float32)
 
 
 def layernorm(x, dtype):
