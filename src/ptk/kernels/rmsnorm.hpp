@@ -44,7 +44,7 @@ struct RmsnormForward {
     if (row < 0) {  // the last row of the pipeline: output only
       const float* xp = &inp(prev, 0);
       Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, Traits::vector_length), [&](int v) {
-        lane_map<Traits>(0, cols, v, y, [&](int j) { return xp[j] * rp * w[j]; });
+        lane_map<Traits>(0, cols, v, y, [&](int j) { return xp[j] * rp * w[j]; }, streaming);
       });
       return 0.0f;
     }
