@@ -22,8 +22,9 @@ inline VectorIsa vector_isa() {
   if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return isa;
   const bool osxsave = ecx & (1u << 27), avx = ecx & (1u << 28);
   if (!osxsave) return isa;
-  unsigned xcr0 = 0, xcr0_high = 0;
-  __asm__("xgetbv" : "=a"(xcr0), "=d"(xcr0_high) : "c"(0));
+  unsigned low = 0, high = 0;
+  __asm__("xgetbv" : "=a"(low), "=d"(high) : "c"(0));
+  const unsigned long long xcr0 = (static_cast<unsigned long long>(high) << 32) | low;
   const bool ymm_saved = (xcr0 & 0x6u) == 0x6u;       // SSE + AVX state
   const bool zmm_saved = (xcr0 & 0xe6u) == 0xe6u;     // + opmask, ZMM0-15 upper halves, ZMM16-31
   isa.avx = avx && ymm_saved;

@@ -55,8 +55,10 @@ struct SoftmaxForward {
 
   KOKKOS_INLINE_FUNCTION void operator()(const Team& team) const {
     const int cols = static_cast<int>(inp.extent(1));
-    const ScratchMatrix exps =
-        streaming ? ScratchMatrix(team.team_scratch(exps_scratch_level), team.team_size(), cols) : ScratchMatrix();
+    // A local copy: team_scratch takes the level by reference, and nvcc keeps no device copy of a
+    // static member (odr-used, it is "undefined in device code").
+    const int level = exps_scratch_level;
+    const ScratchMatrix exps = streaming ? ScratchMatrix(team.team_scratch(level), team.team_size(), cols) : ScratchMatrix();
     walk_pipelined_rows(
         team, static_cast<int>(inp.extent(0)), rows_per_team,
         [&](int row) {
