@@ -43,28 +43,37 @@ KOKKOS_FORCEINLINE_FUNCTION float exp_reduced(float r, float times = 1.0f) {
   return p * r + times;
 }
 
-KOKKOS_INLINE_FUNCTION float fast_exp(float x) {
-  // e^x = 2^n · e^r with n = round(x / ln 2) and |r| <= ln2 / 2 (Cody–Waite: ln 2 split into a
-  // 9-bit head, so n · head is exact for |n| <= 128, and a tail).
+// The argument reduction all three variants share: e^x = 2^n · e^r with n = round(x / ln 2) and
+// |r| <= ln2 / 2 (Cody–Waite: ln 2 split into a 9-bit head, so n · head is exact for |n| <= 128, and
+// a tail). `shifted` = x · log2e + 1.5 · 2^23 (adding that rounds to an integer) holds n in its low
+// mantissa bits; each variant builds its 2^n from those bits.
+struct ExpReduction {
+  float shifted, r;
+};
+constexpr float exp_round_magic = 12582912.0f;           // 1.5 · 2^23
+constexpr std::uint32_t exp_round_magic_bits = 0x4B400000u;  // its bits
+
+KOKKOS_FORCEINLINE_FUNCTION ExpReduction exp_reduce(float x) {
   constexpr float log2e = 1.44269504088896341f;
   constexpr float ln2_head = 0.693359375f;
   constexpr float ln2_tail = -2.12194440e-4f;
-  constexpr float round_magic = 12582912.0f;  // 1.5 · 2^23: adding it rounds to an integer
+  const float shifted = x * log2e + exp_round_magic;
+  const float n = shifted - exp_round_magic;
+  return ExpReduction{shifted, (x - n * ln2_head) - n * ln2_tail};
+}
+
+KOKKOS_INLINE_FUNCTION float fast_exp(float x) {
   const float hi_clamp = 88.7228394f, lo_clamp = -87.3365479f;  // ln(FLT_MAX), ln(FLT_MIN)
   const float xc = clamp_select(x, lo_clamp, hi_clamp);  // a bit select: see clamp_select
-
-  const float shifted = xc * log2e + round_magic;
-  const float n = shifted - round_magic;
-  const float r = (xc - n * ln2_head) - n * ln2_tail;
-
-  const float p = exp_reduced(r);
+  const ExpReduction red = exp_reduce(xc);
+  const float p = exp_reduced(red.r);
 
   // 2^n from the exponent bits: n is in [-126, 128]; 2^128 is split as 2 · 2^127. The bit
   // arithmetic is unsigned: for a NaN input `shifted` holds arbitrary bits, and a left shift of a
   // negative signed value would be undefined (that lane's result is replaced by x below).
   std::uint32_t shifted_bits;
-  std::memcpy(&shifted_bits, &shifted, sizeof shifted_bits);
-  const std::uint32_t ni = shifted_bits - 0x4B400000u;  // n mod 2^32 (0x4B400000: the bits of round_magic)
+  std::memcpy(&shifted_bits, &red.shifted, sizeof shifted_bits);
+  const std::uint32_t ni = shifted_bits - exp_round_magic_bits;  // n mod 2^32
   const std::uint32_t half = (ni == 128u) ? 1u : 0u;
   const std::uint32_t scale_bits = (ni - half + 127u) << 23;
   float scale;
@@ -83,24 +92,15 @@ KOKKOS_INLINE_FUNCTION float fast_exp(float x) {
 // polynomial and reduction as fast_exp, so within fast_exp's error on [-80, 88.72]; below -80 the
 // result is e^-80 (1.8e-35), which the activations add to 1 and which vanishes there.
 KOKKOS_INLINE_FUNCTION float fast_exp_clamped(float x) {
-  constexpr float log2e = 1.44269504088896341f;
-  constexpr float ln2_head = 0.693359375f;
-  constexpr float ln2_tail = -2.12194440e-4f;
-  constexpr float round_magic = 12582912.0f;
   const float lo = -80.0f, hi = 88.7228394f;
-  const float xc = clamp_select(x, lo, hi);
-
-  const float shifted = xc * log2e + round_magic;
-  const float n = shifted - round_magic;
-  const float r = (xc - n * ln2_head) - n * ln2_tail;
-
-  const float p = exp_reduced(r, 2.0f);
+  const ExpReduction red = exp_reduce(clamp_select(x, lo, hi));
+  const float p = exp_reduced(red.r, 2.0f);
 
   // The low 9 bits of `shifted` hold n + 0x400000's low bits = n mod 2^9 offset; shifting left by
   // 23 drops round_magic's bits (0x4B400000 << 23 == 0 mod 2^32) and leaves n << 23; adding 126
   // << 23 biases it to 2^(n-1). Unsigned, so a NaN's arbitrary bits are well defined.
   std::uint32_t shifted_bits;
-  std::memcpy(&shifted_bits, &shifted, sizeof shifted_bits);
+  std::memcpy(&shifted_bits, &red.shifted, sizeof shifted_bits);
   const std::uint32_t scale_bits = (shifted_bits + 126u) << 23;
   float scale;
   std::memcpy(&scale, &scale_bits, sizeof scale);
@@ -120,20 +120,13 @@ constexpr float fast_exp_nonpositive_floor = -86.9f;
 // on [-86.9, 1] (a multiply by 2^n is exact there). (The clamp this had cost 6 of ~20 vector ops;
 // the exponent add saved another multiply: softmax 4096x512 +9 %.)
 KOKKOS_INLINE_FUNCTION float fast_exp_nonpositive(float x) {
-  constexpr float log2e = 1.44269504088896341f;
-  constexpr float ln2_head = 0.693359375f;
-  constexpr float ln2_tail = -2.12194440e-4f;
-  constexpr float round_magic = 12582912.0f;
-
-  const float shifted = x * log2e + round_magic;
-  const float n = shifted - round_magic;
-  const float r = (x - n * ln2_head) - n * ln2_tail;
-  const float p = exp_reduced(r);
+  const ExpReduction red = exp_reduce(x);
+  const float p = exp_reduced(red.r);
 
   // The low 9 bits of `shifted` hold n mod 2^9; shifted left by 23 they are n's addend to an
   // exponent field (round_magic's bits shift out), modulo 2^32: unsigned, so any bits are defined.
   std::uint32_t shifted_bits, bits;
-  std::memcpy(&shifted_bits, &shifted, sizeof shifted_bits);
+  std::memcpy(&shifted_bits, &red.shifted, sizeof shifted_bits);
   std::memcpy(&bits, &p, sizeof bits);
   bits += (shifted_bits << 23) & (0u - static_cast<std::uint32_t>(x == x));
   // +0 below the floor, as a bit mask (a ternary here made g++ 12 leave the loop scalar).

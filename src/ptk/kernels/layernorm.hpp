@@ -115,7 +115,7 @@ void layernorm_forward(const Matrix<Space>& out, const Vector<Space>& mean, cons
   const int rows_per_team = RowTraits<Space>::pipeline_rows(rows);
   Kokkos::parallel_for("ptk::layernorm_forward", RowTraits<Space>::policy(rows, rows_per_team),
                        LayernormForward<Space>{out, mean, rstd, inp, weight, bias, eps, rows_per_team,
-                                               RowTraits<Space>::stream_stores(out.span() * sizeof(float))});
+                                               RowTraits<Space>::stream_stores(out)});
 }
 
 // Rows are mapped as in the forward pass, but blocked for the column sums (ColumnPartials in

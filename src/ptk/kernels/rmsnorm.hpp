@@ -79,7 +79,7 @@ void rmsnorm_forward(const Matrix<Space>& out, const Vector<Space>& rstd, const 
   const int rows_per_team = RowTraits<Space>::pipeline_rows(rows);
   Kokkos::parallel_for("ptk::rmsnorm_forward", RowTraits<Space>::policy(rows, rows_per_team),
                        RmsnormForward<Space>{out, rstd, inp, weight, eps, rows_per_team,
-                                             RowTraits<Space>::stream_stores(out.span() * sizeof(float))});
+                                             RowTraits<Space>::stream_stores(out)});
 }
 
 // Rows are mapped as in layernorm_backward (a team owns a block of rows, each thread a partial row

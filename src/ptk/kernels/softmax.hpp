@@ -194,7 +194,7 @@ void softmax_forward(const Matrix<Space>& out, const ConstMatrix<Space>& inp, fl
   auto policy = RowTraits<Space>::policy(rows, rows_per_team);
   const std::size_t exps_bytes = Kernel::exps_scratch_bytes(policy.team_size(), cols);
   // Rows too long for scratch (beyond Kokkos' advertised limit) keep their exps in out.
-  const bool streaming = RowTraits<Space>::stream_stores(out.span() * sizeof(float)) &&
+  const bool streaming = RowTraits<Space>::stream_stores(out) &&
                          exps_bytes <= static_cast<std::size_t>(policy.scratch_size_max(Kernel::exps_scratch_level));
   if (streaming) policy.set_scratch_size(Kernel::exps_scratch_level, Kokkos::PerTeam(exps_bytes));
   Kokkos::parallel_for("ptk::softmax_forward", policy, Kernel{out, inp, scale, causal, rows_per_team, streaming});
