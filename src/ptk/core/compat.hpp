@@ -16,6 +16,16 @@
 #define PTK_SIMD_LOOP
 #endif
 
+namespace ptk {
+
+// Does execution space Space run on the host CPU? Asked of the execution space (can it reach
+// HostSpace memory), never of its memory space: on a UVM build the host can read CudaUVMSpace,
+// yet a Cuda kernel is still a GPU kernel. The one place this question is answered.
+template <class Space>
+inline constexpr bool is_host_space_v = Kokkos::SpaceAccessibility<Space, Kokkos::HostSpace>::accessible;
+
+}  // namespace ptk
+
 namespace ptk::compat {
 
 // Math functions moved from Kokkos::Experimental to Kokkos in 3.7 (and left Experimental in 4.0).

@@ -5,6 +5,7 @@
 #include <Kokkos_Core.hpp>
 
 #include "ptk/core/tensor.hpp"
+#include "ptk/kernels/tuning.hpp"
 
 namespace ptk::kernels {
 
@@ -46,9 +47,9 @@ void bias_forward(const Matrix<Space>& out, const ConstMatrix<Space>& inp, const
 // for any thread count) and accurate for any number of rows.
 // Host: 16 columns a group, so a row's read is one cache line and the 16 sums vectorize; GPU: one
 // column a thread, consecutive threads reading consecutive columns (coalesced).
-template <class Space>
+template <class Space, class Tune = Tuning<Space>>
 struct BiasBackward {
-  static constexpr int kBiasColumns = Kokkos::SpaceAccessibility<Space, Kokkos::HostSpace>::accessible ? 16 : 1;
+  static constexpr int kBiasColumns = Tune::columns::bias_columns;
   Vector<Space> dbias;
   ConstMatrix<Space> dout;
 
@@ -68,11 +69,11 @@ struct BiasBackward {
   }
 };
 
-template <class Space>
+template <class Space, class Tune = Tuning<Space>>
 void bias_backward(const Vector<Space>& dbias, const ConstMatrix<Space>& dout) {
-  constexpr int group = BiasBackward<Space>::kBiasColumns;
+  constexpr int group = BiasBackward<Space, Tune>::kBiasColumns;
   const int groups = (static_cast<int>(dout.extent(1)) + group - 1) / group;
-  Kokkos::parallel_for("ptk::bias_backward", Kokkos::RangePolicy<Space>(0, groups), BiasBackward<Space>{dbias, dout});
+  Kokkos::parallel_for("ptk::bias_backward", Kokkos::RangePolicy<Space>(0, groups), BiasBackward<Space, Tune>{dbias, dout});
 }
 
 }  // namespace ptk::kernels

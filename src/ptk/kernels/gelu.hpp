@@ -10,7 +10,7 @@
 #include "ptk/core/compat.hpp"
 #include "ptk/core/tensor.hpp"
 #include "ptk/kernels/fast_exp.hpp"
-#include "ptk/kernels/row_traits.hpp"
+#include "ptk/kernels/row_walk.hpp"
 
 namespace ptk::kernels {
 
@@ -24,10 +24,10 @@ KOKKOS_INLINE_FUNCTION float gelu_value(float v) {
   return num / (1.0f + fast_exp_clamped(a));
 }
 
-template <class Space>
+template <class Space, class Tune = Tuning<Space>>
 void gelu_forward(const Vector<Space>& out, const ConstVector<Space>& inp) {
   const float* x = inp.data();
-  elementwise<Space>("ptk::gelu_forward", inp.extent(0), out.data(),
+  elementwise<Space, typename Tune::rows>("ptk::gelu_forward", inp.extent(0), out.data(),
                      KOKKOS_LAMBDA(const std::size_t i) { return gelu_value(x[i]); });
 }
 
@@ -49,12 +49,12 @@ KOKKOS_INLINE_FUNCTION float gelu_grad(float v) {
   return s + t;
 }
 
-template <class Space>
+template <class Space, class Tune = Tuning<Space>>
 void gelu_backward(const Vector<Space>& dinp, const ConstVector<Space>& inp, const ConstVector<Space>& dout) {
   const float* x = inp.data();
   const float* dy = dout.data();
   float* dx = dinp.data();
-  elementwise<Space>("ptk::gelu_backward", inp.extent(0), dx,
+  elementwise<Space, typename Tune::rows>("ptk::gelu_backward", inp.extent(0), dx,
                      KOKKOS_LAMBDA(const std::size_t i) { return dx[i] + dy[i] * gelu_grad(x[i]); });
 }
 

@@ -7,11 +7,13 @@
 
 #include "ptk/core/compat.hpp"
 #include "ptk/core/tensor.hpp"
-#include "ptk/kernels/row_traits.hpp"
+#include "ptk/kernels/column_sums.hpp"
+#include "ptk/kernels/compensated.hpp"
+#include "ptk/kernels/row_walk.hpp"
 
 namespace ptk::kernels {
 
-// Rows are mapped by RowTraits (row_traits.hpp). Two sweeps per row; the first brings the row
+// Rows are mapped by Tune::rows (tuning.hpp, row_walk.hpp). Two sweeps per row; the first brings the row
 // from memory, the second finds it in L1/L2 (a row of up to ~64 K floats). Mean and variance come
 // from one sweep of shifted sums: with K the mean of the row's first min(n, 16) values (in double,
 // rounded once), d = x - K, the sweep takes Σ d and Σ d² together, blocked and compensated
@@ -22,17 +24,17 @@ namespace ptk::kernels {
 // d = 0 and the variance is 0 exactly. The two sweeps are software-pipelined over a team thread's
 // rows as in rmsnorm_forward: the output sweep of one row takes the sums of the thread's next row
 // (lane_sum2_map, prefetching it), so the loads from memory never pause for the in-cache sweep.
-template <class Space>
+template <class Space, class Tune = Tuning<Space>>
 struct LayernormForward {
   using Team = typename Kokkos::TeamPolicy<Space>::member_type;
-  using Traits = WithLanes<RowTraits<Space>, RowTraits<Space>::norm_lanes>;
+  using Traits = WithLanes<typename Tune::rows, Tune::rows::norm_lanes>;
   Matrix<Space> out;
   Vector<Space> mean, rstd;
   ConstMatrix<Space> inp;
   ConstVector<Space> weight, bias;
   float eps;
   int rows_per_team;
-  bool streaming;  // non-temporal stores of out (RowTraits::stream_stores)
+  bool streaming;  // non-temporal stores of out (stream_stores, row_walk.hpp)
 
   struct Stats {
     float m, r;
@@ -86,12 +88,12 @@ struct LayernormForward {
       Kokkos::parallel_reduce(
           Kokkos::ThreadVectorRange(team, Traits::vector_length),
           [&](int v, CompensatedPair& total) { total.merge(lane_sum2_map<Traits>(0, cols, v, term, y, value, x, streaming)); },
-          CompensatedPairSum<Space>(sums));
+          CompensatedPairSum(sums));
     } else {
       Kokkos::parallel_reduce(
           Kokkos::ThreadVectorRange(team, Traits::vector_length),
           [&](int v, CompensatedPair& total) { total.merge(lane_sum2<Traits>(0, cols, v, term)); },
-          CompensatedPairSum<Space>(sums));
+          CompensatedPairSum(sums));
     }
     // The per-row scalars are formed in double (one division and square root a row): each is then
     // a single rounding from the compensated sums.
@@ -107,25 +109,25 @@ struct LayernormForward {
   }
 };
 
-template <class Space>
+template <class Space, class Tune = Tuning<Space>>
 void layernorm_forward(const Matrix<Space>& out, const Vector<Space>& mean, const Vector<Space>& rstd,
                        const ConstMatrix<Space>& inp, const ConstVector<Space>& weight, const ConstVector<Space>& bias,
                        float eps) {
   const int rows = static_cast<int>(inp.extent(0));
-  const int rows_per_team = RowTraits<Space>::pipeline_rows(rows);
-  Kokkos::parallel_for("ptk::layernorm_forward", RowTraits<Space>::policy(rows, rows_per_team),
-                       LayernormForward<Space>{out, mean, rstd, inp, weight, bias, eps, rows_per_team,
-                                               RowTraits<Space>::stream_stores(out)});
+  const int rows_per_team = pipeline_rows<Space, typename Tune::rows>(rows);
+  Kokkos::parallel_for("ptk::layernorm_forward", row_policy<Space, typename Tune::rows>(rows, rows_per_team),
+                       LayernormForward<Space, Tune>{out, mean, rstd, inp, weight, bias, eps, rows_per_team,
+                                               stream_stores<typename Tune::rows>(out)});
 }
 
 // Rows are mapped as in the forward pass, but blocked for the column sums (ColumnPartials in
-// row_traits.hpp): a team owns a block of rows, each of its threads a partial row of dweight and
+// column_sums.hpp): a team owns a block of rows, each of its threads a partial row of dweight and
 // dbias. Two sweeps per row: the two row sums (blocked compensated, lane_sum2; the row comes from
 // memory), then dinp and the row's terms of dweight and dbias (the row still in L1/L2).
-template <class Space>
+template <class Space, class Tune = Tuning<Space>>
 struct LayernormBackward {
   using Team = typename Kokkos::TeamPolicy<Space>::member_type;
-  using Traits = RowTraits<Space>;
+  using Traits = typename Tune::rows;
   Matrix<Space> dinp;
   Kokkos::View<double**, Kokkos::LayoutRight, Space> partial;  // [partials, 2 N]: dweight, then dbias
   Matrix<Space> chunk;  // [partials, 2 N]: the same, for the rows of the current chunk, in fp32
@@ -140,7 +142,7 @@ struct LayernormBackward {
     const int threads = team.team_size();
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, threads), [&](int t) {
       const int p = team.league_rank() * threads + t;
-      walk_partial_rows<Traits>(team, first, last, t, threads, 2 * cols, &partial(p, 0), &chunk(p, 0),
+      walk_partial_rows<Tune>(team, first, last, t, threads, 2 * cols, &partial(p, 0), &chunk(p, 0),
                                 [&](int row, float* sums) { this->row(team, row, sums, sums + cols); });
     });
   }
@@ -163,7 +165,7 @@ struct LayernormBackward {
             gx = g * ((x[j] - m) * r);
           }));
         },
-        CompensatedPairSum<Space>(sums));
+        CompensatedPairSum(sums));
     // dx += r g - r mean(g) - (x - m) r² mean(g x̂): the two row constants formed in double, rounded once.
     const double rd = r;
     const float a = static_cast<float>(rd * (sums.first.wide() / cols));
@@ -204,22 +206,22 @@ struct LayernormBackward {
   }
 };
 
-template <class Space>
+template <class Space, class Tune = Tuning<Space>>
 void layernorm_backward(const Matrix<Space>& dinp, const Vector<Space>& dweight, const Vector<Space>& dbias,
                         const ConstMatrix<Space>& dout, const ConstMatrix<Space>& inp, const ConstVector<Space>& weight,
                         const ConstVector<Space>& mean, const ConstVector<Space>& rstd) {
-  using Traits = RowTraits<Space>;
+  using Traits = typename Tune::rows;
   const int rows = static_cast<int>(inp.extent(0)), cols = static_cast<int>(inp.extent(1));
-  const auto cut = column_partials<Space>(rows, cols);
+  const auto cut = column_partials<Tune>(rows, cols);
   const Kokkos::View<double**, Kokkos::LayoutRight, Space> partial(
       Kokkos::view_alloc(Kokkos::WithoutInitializing, "ptk::layernorm_backward_partials"), cut.partials, 2 * cols);
   const Matrix<Space> chunk(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ptk::layernorm_backward_chunks"),
                             cut.partials, 2 * cols);
   Kokkos::parallel_for("ptk::layernorm_backward",
                        Kokkos::TeamPolicy<Space>(cut.blocks, Traits::team_size, Traits::vector_length),
-                       LayernormBackward<Space>{dinp, partial, chunk, dout, inp, weight, mean, rstd, cut.rows_per_block});
-  add_column_sums<Space>("ptk::layernorm_backward_dweight", dweight, partial, 0);
-  add_column_sums<Space>("ptk::layernorm_backward_dbias", dbias, partial, cols);
+                       LayernormBackward<Space, Tune>{dinp, partial, chunk, dout, inp, weight, mean, rstd, cut.rows_per_block});
+  add_column_sums<Space, Tune>("ptk::layernorm_backward_dweight", dweight, partial, 0);
+  add_column_sums<Space, Tune>("ptk::layernorm_backward_dbias", dbias, partial, cols);
 }
 
 }  // namespace ptk::kernels

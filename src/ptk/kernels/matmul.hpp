@@ -8,6 +8,9 @@
 #include <KokkosBlas3_gemm.hpp>
 
 #include "ptk/core/tensor.hpp"
+#include "ptk/kernels/matmul_blocked.hpp"
+#include "ptk/kernels/matmul_register_tiled.hpp"
+#include "ptk/kernels/tuning.hpp"
 
 namespace ptk::kernels {
 
@@ -16,200 +19,14 @@ enum class MatmulImpl {
   kokkos_blas,  // KokkosBlas::gemm: OpenBLAS / cuBLAS through Kokkos Kernels' TPLs where enabled
 };
 
-// The only per-space choices of the portable kernel. A team owns a block of at most kBlockRows ×
-// kBlockCols of c; per K slab of at most kSlab it packs op(a)'s and op(b)'s slab into team scratch
-// (row panels of kMicroRows, column panels of kMicroCols, k-major inside a panel), and each thread
-// computes kMicroRows × kMicroCols micro-tiles of the block in registers.
-//  - Host (Serial, OpenMP): a team is one thread and a block is a cache block in level-1 scratch:
-//    packed A (≤ 576 KB) stays in L2, the B panel (≤ 1.5 MB) in L3, and one 48 KB B micro-panel
-//    serves all row panels in turn; wide blocks make packing A cheap (1024 columns per packed A).
-//    A 32-column micro-tile row is two AVX-512 vectors; 12 rows of it are 24 accumulators.
-//  - GPU: a team is a thread block of 256 threads, one 4×4 micro-tile each, over a 64×64 block;
-//    the two 32-deep slabs (16 KB) are shared memory (level 0).
-template <class Space, bool OnHost = Kokkos::SpaceAccessibility<Space, Kokkos::HostSpace>::accessible>
-struct MatmulTiles {
-  static constexpr int kMicroRows = 12, kMicroCols = 32;
-  static constexpr int kBlockRows = 384, kBlockCols = 1024, kSlab = 384;
-  static constexpr int kTeamSize = 1;
-  static constexpr int kScratchLevel = 1;
-};
-
-template <class Space>
-struct MatmulTiles<Space, false> {
-  static constexpr int kMicroRows = 4, kMicroCols = 4;
-  static constexpr int kBlockRows = 64, kBlockCols = 64, kSlab = 32;
-  static constexpr int kTeamSize = 256;
-  static constexpr int kScratchLevel = 0;
-};
-
-// One team per (batch, row block, column block). Per slab: the team packs, synchronizes, every
-// thread adds each of its micro-tiles' slab products (a length-≤kSlab sum held in registers) into
-// c, and the team synchronizes again. Summing k in chunks, chunks into slab sums and slab sums
-// into c keeps every fp32 partial sum ~ kChunk + kSlab/kChunk + K/kSlab additions deep, not K.
-template <class Space>
-struct MatmulForward {
-  using Tiles = MatmulTiles<Space>;
-  static constexpr int MR = Tiles::kMicroRows, NR = Tiles::kMicroCols;
-  // Summation depth: k is summed in chunks of kChunk, chunks into a slab sum, slab sums into c.
-  static constexpr int kChunk = 64;
-  // Dynamic: on a shared host a preempted thread's blocks go to the other threads.
-  using Policy = Kokkos::TeamPolicy<Space, Kokkos::Schedule<Kokkos::Dynamic>>;
-  using Team = typename Policy::member_type;
-  using Scratch =
-      Kokkos::View<float*, typename Space::scratch_memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
-
-  Tensor3<Space> c;
-  ConstTensor3<Space> a, b;
-  bool trans_a, trans_b;
-  float alpha, beta;
-  int M, N, K;
-  int block_rows, block_cols, slab;  // block_rows % MR == 0, block_cols % NR == 0
-  int row_blocks, col_blocks;
-
-  // Floats of scratch per team: the packed A block and the packed B panel of one slab.
-  KOKKOS_INLINE_FUNCTION static std::size_t scratch_floats(int block_rows, int block_cols, int slab) {
-    return static_cast<std::size_t>(block_rows + block_cols) * static_cast<std::size_t>(slab);
-  }
-
-  KOKKOS_INLINE_FUNCTION void operator()(const Team& team) const {
-    const int block = team.league_rank();
-    const int batch = block / (row_blocks * col_blocks);
-    const int i0 = (block % row_blocks) * block_rows;  // row blocks vary fastest: they share a B panel
-    const int j0 = (block / row_blocks % col_blocks) * block_cols;
-    const int rows = M - i0 < block_rows ? M - i0 : block_rows;
-    const int cols = N - j0 < block_cols ? N - j0 : block_cols;
-    const int row_panels = (rows + MR - 1) / MR, col_panels = (cols + NR - 1) / NR;
-    const int ab = a.extent(0) == 1 ? 0 : batch, bb = b.extent(0) == 1 ? 0 : batch;
-    const int lda = static_cast<int>(a.extent(2)), ldb = static_cast<int>(b.extent(2));
-    const int ldc = N;
-    const float* const a_mat = &a(ab, 0, 0);
-    const float* const b_mat = &b(bb, 0, 0);
-    float* const c_blk = &c(batch, i0, j0);
-
-    // +: pass a value, not a reference to the static member (which has no device-side definition).
-    Scratch scratch(team.team_scratch(+Tiles::kScratchLevel), scratch_floats(block_rows, block_cols, slab));
-    float* const a_pack = scratch.data();                       // [row_panels][kc][MR]
-    float* const b_pack = a_pack + static_cast<std::size_t>(block_rows) * slab;  // [col_panels][kc][NR]
-
-    const int slabs = K > 0 ? (K + slab - 1) / slab : 1;
-    for (int s = 0; s < slabs; ++s) {
-      const int k0 = s * slab;
-      const int kc = K - k0 < slab ? K - k0 : slab;
-
-      // Pack op(a)[i0 .. i0+rows, k0 .. k0+kc], zero-padded to whole row panels; reads go along
-      // the contiguous index of a's storage.
-      if (!trans_a) {
-        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, row_panels * MR), [&](int i) {
-          float* dst = a_pack + static_cast<std::size_t>(i / MR) * kc * MR + i % MR;
-          if (i < rows) {
-            const float* src = a_mat + static_cast<std::size_t>(i0 + i) * lda + k0;
-            for (int k = 0; k < kc; ++k) dst[k * MR] = src[k];
-          } else {
-            for (int k = 0; k < kc; ++k) dst[k * MR] = 0.0f;
-          }
-        });
-      } else {
-        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, kc), [&](int k) {
-          const float* src = a_mat + static_cast<std::size_t>(k0 + k) * lda + i0;
-          for (int p = 0; p < row_panels; ++p) {
-            float* dst = a_pack + (static_cast<std::size_t>(p) * kc + k) * MR;
-            for (int r = 0; r < MR; ++r) dst[r] = p * MR + r < rows ? src[p * MR + r] : 0.0f;
-          }
-        });
-      }
-      // Pack op(b)[k0 .. k0+kc, j0 .. j0+cols], zero-padded to whole column panels.
-      if (!trans_b) {
-        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, kc), [&](int k) {
-          const float* src = b_mat + static_cast<std::size_t>(k0 + k) * ldb + j0;
-          const int full_panels = cols / NR;
-          for (int q = 0; q < full_panels; ++q) {
-            float* dst = b_pack + (static_cast<std::size_t>(q) * kc + k) * NR;
-            for (int j = 0; j < NR; ++j) dst[j] = src[q * NR + j];
-          }
-          for (int q = full_panels; q < col_panels; ++q) {
-            float* dst = b_pack + (static_cast<std::size_t>(q) * kc + k) * NR;
-            for (int j = 0; j < NR; ++j) dst[j] = q * NR + j < cols ? src[q * NR + j] : 0.0f;
-          }
-        });
-      } else {
-        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, col_panels * NR), [&](int j) {
-          float* dst = b_pack + static_cast<std::size_t>(j / NR) * kc * NR + j % NR;
-          if (j < cols) {
-            const float* src = b_mat + static_cast<std::size_t>(j0 + j) * ldb + k0;
-            for (int k = 0; k < kc; ++k) dst[k * NR] = src[k];
-          } else {
-            for (int k = 0; k < kc; ++k) dst[k * NR] = 0.0f;
-          }
-        });
-      }
-      team.team_barrier();
-
-      // The first slab applies beta (0: c is not read), later slabs add to c.
-      const float c_scale = s == 0 ? beta : 1.0f;
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, row_panels * col_panels), [&](int t) {
-        const int p = t % row_panels, q = t / row_panels;  // consecutive tiles share a B panel
-        const float* ap = a_pack + static_cast<std::size_t>(p) * kc * MR;
-        const float* bp = b_pack + static_cast<std::size_t>(q) * kc * NR;
-        // Registers hold the sum over kChunk steps; chunk sums are added into acc (L1 on the host).
-        float acc[MR][NR];
-        for (int r = 0; r < MR; ++r)
-          for (int j = 0; j < NR; ++j) acc[r][j] = 0.0f;
-        for (int k0c = 0; k0c < kc; k0c += kChunk) {
-          const int k_end = kc - k0c < kChunk ? kc : k0c + kChunk;
-          float part[MR][NR];
-          for (int r = 0; r < MR; ++r)
-            for (int j = 0; j < NR; ++j) part[r][j] = 0.0f;
-          for (int k = k0c; k < k_end; ++k) {
-            const float* ak = ap + k * MR;
-            const float* bk = bp + k * NR;
-            for (int r = 0; r < MR; ++r) {
-              const float ar = ak[r];
-              for (int j = 0; j < NR; ++j) part[r][j] += ar * bk[j];
-            }
-          }
-          for (int r = 0; r < MR; ++r)
-            for (int j = 0; j < NR; ++j) acc[r][j] += part[r][j];
-        }
-        const int r_end = rows - p * MR < MR ? rows - p * MR : MR;
-        const int j_end = cols - q * NR < NR ? cols - q * NR : NR;
-        float* ct = c_blk + static_cast<std::size_t>(p * MR) * ldc + q * NR;
-        if (r_end == MR && j_end == NR) {
-          for (int r = 0; r < MR; ++r) store_row(ct + static_cast<std::size_t>(r) * ldc, acc[r], NR, c_scale);
-        } else {
-          for (int r = 0; r < r_end; ++r) store_row(ct + static_cast<std::size_t>(r) * ldc, acc[r], j_end, c_scale);
-        }
-      });
-      team.team_barrier();
-    }
-  }
-
-  KOKKOS_INLINE_FUNCTION void store_row(float* dst, const float* acc, int n, float c_scale) const {
-    if (c_scale == 0.0f) {
-      for (int j = 0; j < n; ++j) dst[j] = alpha * acc[j];
-    } else {
-      for (int j = 0; j < n; ++j) dst[j] = alpha * acc[j] + c_scale * dst[j];
-    }
-  }
-};
-
-namespace detail {
-
-// Splits `extent` into `blocks` near-equal blocks whose size is a multiple of `multiple`.
-inline int block_size(int extent, int blocks, int multiple) {
-  const int size = (extent + blocks - 1) / blocks;
-  return (size + multiple - 1) / multiple * multiple;
-}
-
-}  // namespace detail
-
-// c = alpha · op(a) · op(b) + beta · c (beta = 0: c is only written).
-template <class Space>
+// c = alpha · op(a) · op(b) + beta · c (beta = 0: c is only written). The portable kernel is the
+// one Tune::matmul names (tuning.hpp): the host's cache-blocked GEMM or the GPU's register-tiled one.
+template <class Space, class Tune = Tuning<Space>>
 void matmul_forward(const Tensor3<Space>& c, const ConstTensor3<Space>& a, const ConstTensor3<Space>& b,
                     bool trans_a, bool trans_b, float alpha, float beta,
                     MatmulImpl impl = MatmulImpl::portable) {
   const int batches = static_cast<int>(c.extent(0));
   const int M = static_cast<int>(c.extent(1)), N = static_cast<int>(c.extent(2));
-  const int K = static_cast<int>(trans_a ? a.extent(1) : a.extent(2));
   if (batches == 0 || M == 0 || N == 0) return;
   if (impl == MatmulImpl::kokkos_blas) {
     for (int batch = 0; batch < batches; ++batch) {
@@ -220,43 +37,18 @@ void matmul_forward(const Tensor3<Space>& c, const ConstTensor3<Space>& a, const
     }
     return;
   }
-  using Kernel = MatmulForward<Space>;
-  using Tiles = typename Kernel::Tiles;
-  // Fewest blocks that fit the tile limits, then (where the league is small) a few more if that
-  // shortens the slowest team's share: e.g. 9 equal blocks on 2 threads run as 5 + 4.
-  const int min_rb = (M + Tiles::kBlockRows - 1) / Tiles::kBlockRows;
-  const int min_cb = (N + Tiles::kBlockCols - 1) / Tiles::kBlockCols;
-  const long long teams_at_once =
-      std::max<long long>(1, Space().concurrency() / Tiles::kTeamSize);  // teams that run side by side
-  int row_blocks = min_rb, col_blocks = min_cb;
-  double best = -1;
-  for (int rb = min_rb; rb <= min_rb + 3; ++rb) {
-    for (int cb = min_cb; cb <= min_cb + 3; ++cb) {
-      const int mc = detail::block_size(M, rb, Kernel::MR), nc = detail::block_size(N, cb, Kernel::NR);
-      if ((M + mc - 1) / mc != rb || (N + nc - 1) / nc != cb) continue;  // an empty block
-      const long long league = static_cast<long long>(batches) * rb * cb;
-      const long long waves = (league + teams_at_once - 1) / teams_at_once;
-      // Makespan in padded multiply-adds, plus a little per block for packing and its C traffic.
-      const double cost = static_cast<double>(waves) * mc * nc * (1.0 + 0.02 * (rb * cb));
-      if (best < 0 || cost < best) best = cost, row_blocks = rb, col_blocks = cb;
-    }
+  if constexpr (Tune::matmul::register_tiled) {
+    matmul_register_tiled<Space, Tune>(c, a, b, trans_a, trans_b, alpha, beta);
+  } else {
+    matmul_blocked<Space, Tune>(c, a, b, trans_a, trans_b, alpha, beta);
   }
-  const int block_rows = detail::block_size(M, row_blocks, Kernel::MR);
-  const int block_cols = detail::block_size(N, col_blocks, Kernel::NR);
-  const int slab = K < Tiles::kSlab ? (K > 0 ? K : 1) : Tiles::kSlab;
-  const std::size_t bytes = Kernel::scratch_floats(block_rows, block_cols, slab) * sizeof(float);
-  const auto policy = typename Kernel::Policy(batches * row_blocks * col_blocks, Tiles::kTeamSize)
-                          .set_scratch_size(Tiles::kScratchLevel, Kokkos::PerTeam(bytes));
-  Kokkos::parallel_for("ptk::matmul_forward", policy,
-                       Kernel{c, a, b, trans_a, trans_b, alpha, beta, M, N, K, block_rows, block_cols, slab,
-                              row_blocks, col_blocks});
 }
 
 // c = op(a) · op(b).
-template <class Space>
+template <class Space, class Tune = Tuning<Space>>
 void matmul_forward(const Tensor3<Space>& c, const ConstTensor3<Space>& a, const ConstTensor3<Space>& b,
                     bool trans_a, bool trans_b, MatmulImpl impl = MatmulImpl::portable) {
-  matmul_forward<Space>(c, a, b, trans_a, trans_b, 1.0f, 0.0f, impl);
+  matmul_forward<Space, Tune>(c, a, b, trans_a, trans_b, 1.0f, 0.0f, impl);
 }
 
 // matmul_backward: dC[batch,M,N]; a, b, da, db as stored (a[·,M,K] or [·,K,M] with trans_a; likewise b), batch
@@ -267,7 +59,7 @@ void matmul_forward(const Tensor3<Space>& c, const ConstTensor3<Space>& a, const
 // and the reduction index are adjacent in memory (b[K,N] shared with a[B,M,K]: Σ_b a[b]ᵀ dC[b] =
 // a[B·M,K]ᵀ · dC[B·M,N]); otherwise (a transposed, or the left operand shared) a loop of accumulating
 // GEMMs over the batch, in batch order. An empty View (data() == nullptr) means "not wanted".
-template <class Space>
+template <class Space, class Tune = Tuning<Space>>
 void matmul_backward(const Tensor3<Space>& da, const Tensor3<Space>& db, const ConstTensor3<Space>& dc,
                      const ConstTensor3<Space>& a, const ConstTensor3<Space>& b, bool trans_a, bool trans_b,
                      MatmulImpl impl = MatmulImpl::portable) {
@@ -281,8 +73,8 @@ void matmul_backward(const Tensor3<Space>& da, const Tensor3<Space>& db, const C
   if (da.data() != nullptr) {
     // op(a) gets dC · op(b)ᵀ; stored transposed, a gets op(b) · dCᵀ.
     const auto gemm = [&](const Tensor3<Space>& dst, const ConstTensor3<Space>& dc_, const ConstTensor3<Space>& b_) {
-      if (!trans_a) matmul_forward<Space>(dst, dc_, b_, false, !trans_b, 1.0f, 1.0f, impl);
-      else matmul_forward<Space>(dst, b_, dc_, trans_b, true, 1.0f, 1.0f, impl);
+      if (!trans_a) matmul_forward<Space, Tune>(dst, dc_, b_, false, !trans_b, 1.0f, 1.0f, impl);
+      else matmul_forward<Space, Tune>(dst, b_, dc_, trans_b, true, 1.0f, 1.0f, impl);
     };
     if (static_cast<int>(da.extent(0)) == batches) {
       gemm(da, dc, b);  // one gradient per batch (b broadcast by the kernel where shared)
@@ -298,8 +90,8 @@ void matmul_backward(const Tensor3<Space>& da, const Tensor3<Space>& db, const C
   if (db.data() != nullptr) {
     // op(b) gets op(a)ᵀ · dC; stored transposed, b gets dCᵀ · op(a).
     const auto gemm = [&](const Tensor3<Space>& dst, const ConstTensor3<Space>& a_, const ConstTensor3<Space>& dc_) {
-      if (!trans_b) matmul_forward<Space>(dst, a_, dc_, !trans_a, false, 1.0f, 1.0f, impl);
-      else matmul_forward<Space>(dst, dc_, a_, true, trans_a, 1.0f, 1.0f, impl);
+      if (!trans_b) matmul_forward<Space, Tune>(dst, a_, dc_, !trans_a, false, 1.0f, 1.0f, impl);
+      else matmul_forward<Space, Tune>(dst, dc_, a_, true, trans_a, 1.0f, 1.0f, impl);
     };
     if (static_cast<int>(db.extent(0)) == batches) {
       gemm(db, a, dc);

@@ -7,26 +7,28 @@
 
 #include "ptk/core/compat.hpp"
 #include "ptk/core/tensor.hpp"
-#include "ptk/kernels/row_traits.hpp"
+#include "ptk/kernels/column_sums.hpp"
+#include "ptk/kernels/compensated.hpp"
+#include "ptk/kernels/row_walk.hpp"
 
 namespace ptk::kernels {
 
-// Rows are mapped by RowTraits (row_traits.hpp). Two sweeps per row: a blocked compensated sum of
+// Rows are mapped by Tune::rows (tuning.hpp, row_walk.hpp). Two sweeps per row: a blocked compensated sum of
 // squares (the row comes from memory), then the output (the row is still in L1/L2). The sweeps are
-// software-pipelined over a team thread's rows (a team takes RowTraits::pipeline_rows rows): the output sweep of one row also takes the sum of
+// software-pipelined over a team thread's rows (a team takes pipeline_rows rows): the output sweep of one row also takes the sum of
 // squares of the thread's next row (lane_sum_map, prefetching it), so the loads from memory never pause for the
 // in-cache sweep. The sums are bitwise those of the plain sweeps.
-template <class Space>
+template <class Space, class Tune = Tuning<Space>>
 struct RmsnormForward {
   using Team = typename Kokkos::TeamPolicy<Space>::member_type;
-  using Traits = WithLanes<RowTraits<Space>, RowTraits<Space>::norm_lanes>;
+  using Traits = WithLanes<typename Tune::rows, Tune::rows::norm_lanes>;
   Matrix<Space> out;
   Vector<Space> rstd;
   ConstMatrix<Space> inp;
   ConstVector<Space> weight;
   float eps;
   int rows_per_team;
-  bool streaming;  // non-temporal stores of out (RowTraits::stream_stores)
+  bool streaming;  // non-temporal stores of out (stream_stores, row_walk.hpp)
 
   KOKKOS_INLINE_FUNCTION void operator()(const Team& team) const {
     walk_pipelined_rows(
@@ -58,12 +60,12 @@ struct RmsnormForward {
             total.merge(lane_sum_map<Traits>(
                 0, cols, v, [&](int j) { return x[j] * x[j]; }, y, [&](int j) { return xp[j] * rp * w[j]; }, x, streaming));
           },
-          CompensatedSum<Space>(squares));
+          CompensatedSum(squares));
     } else {
       Kokkos::parallel_reduce(
           Kokkos::ThreadVectorRange(team, Traits::vector_length),
           [&](int v, Compensated& total) { total.merge(lane_sum<Traits>(0, cols, v, [&](int j) { return x[j] * x[j]; })); },
-          CompensatedSum<Space>(squares));
+          CompensatedSum(squares));
     }
     // rstd is formed in double (one division and square root a row): a single rounding.
     const float r = static_cast<float>(1.0 / compat::sqrt(squares.wide() / cols + static_cast<double>(eps)));
@@ -72,23 +74,23 @@ struct RmsnormForward {
   }
 };
 
-template <class Space>
+template <class Space, class Tune = Tuning<Space>>
 void rmsnorm_forward(const Matrix<Space>& out, const Vector<Space>& rstd, const ConstMatrix<Space>& inp,
                      const ConstVector<Space>& weight, float eps) {
   const int rows = static_cast<int>(inp.extent(0));
-  const int rows_per_team = RowTraits<Space>::pipeline_rows(rows);
-  Kokkos::parallel_for("ptk::rmsnorm_forward", RowTraits<Space>::policy(rows, rows_per_team),
-                       RmsnormForward<Space>{out, rstd, inp, weight, eps, rows_per_team,
-                                             RowTraits<Space>::stream_stores(out)});
+  const int rows_per_team = pipeline_rows<Space, typename Tune::rows>(rows);
+  Kokkos::parallel_for("ptk::rmsnorm_forward", row_policy<Space, typename Tune::rows>(rows, rows_per_team),
+                       RmsnormForward<Space, Tune>{out, rstd, inp, weight, eps, rows_per_team,
+                                             stream_stores<typename Tune::rows>(out)});
 }
 
 // Rows are mapped as in layernorm_backward (a team owns a block of rows, each thread a partial row
-// of dweight; ColumnPartials in row_traits.hpp). Two sweeps per row: the row sum Σ g inp (blocked
+// of dweight; ColumnPartials in column_sums.hpp). Two sweeps per row: the row sum Σ g inp (blocked
 // compensated; the row comes from memory), then dinp and the row's terms of dweight.
-template <class Space>
+template <class Space, class Tune = Tuning<Space>>
 struct RmsnormBackward {
   using Team = typename Kokkos::TeamPolicy<Space>::member_type;
-  using Traits = RowTraits<Space>;
+  using Traits = typename Tune::rows;
   Matrix<Space> dinp;
   Kokkos::View<double**, Kokkos::LayoutRight, Space> partial;  // [partials, N]
   Matrix<Space> chunk;  // [partials, N]: the current chunk of rows, in fp32
@@ -103,7 +105,7 @@ struct RmsnormBackward {
     const int threads = team.team_size();
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, threads), [&](int t) {
       const int p = team.league_rank() * threads + t;
-      walk_partial_rows<Traits>(team, first, last, t, threads, cols, &partial(p, 0), &chunk(p, 0),
+      walk_partial_rows<Tune>(team, first, last, t, threads, cols, &partial(p, 0), &chunk(p, 0),
                                 [&](int row, float* sums) { this->row(team, row, sums); });
     });
   }
@@ -123,7 +125,7 @@ struct RmsnormBackward {
         [&](int v, Compensated& total) {
           total.merge(lane_sum<Traits>(0, cols, v, [&](int j) { return dy[j] * w[j] * x[j]; }));
         },
-        CompensatedSum<Space>(sum_gx));
+        CompensatedSum(sum_gx));
     // rstd^3 mean(g x) in double, rounded once.
     const double rd = r;
     const float c = static_cast<float>(rd * rd * rd * (sum_gx.wide() / cols));
@@ -159,20 +161,20 @@ struct RmsnormBackward {
   }
 };
 
-template <class Space>
+template <class Space, class Tune = Tuning<Space>>
 void rmsnorm_backward(const Matrix<Space>& dinp, const Vector<Space>& dweight, const ConstMatrix<Space>& dout,
                       const ConstMatrix<Space>& inp, const ConstVector<Space>& weight, const ConstVector<Space>& rstd) {
-  using Traits = RowTraits<Space>;
+  using Traits = typename Tune::rows;
   const int rows = static_cast<int>(inp.extent(0)), cols = static_cast<int>(inp.extent(1));
-  const auto cut = column_partials<Space>(rows, cols);
+  const auto cut = column_partials<Tune>(rows, cols);
   const Kokkos::View<double**, Kokkos::LayoutRight, Space> partial(
       Kokkos::view_alloc(Kokkos::WithoutInitializing, "ptk::rmsnorm_backward_partials"), cut.partials, cols);
   const Matrix<Space> chunk(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ptk::rmsnorm_backward_chunks"),
                             cut.partials, cols);
   Kokkos::parallel_for("ptk::rmsnorm_backward",
                        Kokkos::TeamPolicy<Space>(cut.blocks, Traits::team_size, Traits::vector_length),
-                       RmsnormBackward<Space>{dinp, partial, chunk, dout, inp, weight, rstd, cut.rows_per_block});
-  add_column_sums<Space>("ptk::rmsnorm_backward_dweight", dweight, partial, 0);
+                       RmsnormBackward<Space, Tune>{dinp, partial, chunk, dout, inp, weight, rstd, cut.rows_per_block});
+  add_column_sums<Space, Tune>("ptk::rmsnorm_backward_dweight", dweight, partial, 0);
 }
 
 }  // namespace ptk::kernels

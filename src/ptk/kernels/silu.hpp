@@ -8,7 +8,7 @@
 #include "ptk/core/compat.hpp"
 #include "ptk/core/tensor.hpp"
 #include "ptk/kernels/fast_exp.hpp"
-#include "ptk/kernels/row_traits.hpp"
+#include "ptk/kernels/row_walk.hpp"
 
 namespace ptk::kernels {
 
@@ -21,10 +21,10 @@ KOKKOS_INLINE_FUNCTION float silu_value(float v) {
   return num / (1.0f + fast_exp_clamped(a));
 }
 
-template <class Space>
+template <class Space, class Tune = Tuning<Space>>
 void silu_forward(const Vector<Space>& out, const ConstVector<Space>& inp) {
   const float* x = inp.data();
-  elementwise<Space>("ptk::silu_forward", inp.extent(0), out.data(),
+  elementwise<Space, typename Tune::rows>("ptk::silu_forward", inp.extent(0), out.data(),
                      KOKKOS_LAMBDA(const std::size_t i) { return silu_value(x[i]); });
 }
 
@@ -40,12 +40,12 @@ KOKKOS_INLINE_FUNCTION float silu_grad(float v) {
   return s + t;
 }
 
-template <class Space>
+template <class Space, class Tune = Tuning<Space>>
 void silu_backward(const Vector<Space>& dinp, const ConstVector<Space>& inp, const ConstVector<Space>& dout) {
   const float* x = inp.data();
   const float* dy = dout.data();
   float* dx = dinp.data();
-  elementwise<Space>("ptk::silu_backward", inp.extent(0), dx,
+  elementwise<Space, typename Tune::rows>("ptk::silu_backward", inp.extent(0), dx,
                      KOKKOS_LAMBDA(const std::size_t i) { return dx[i] + dy[i] * silu_grad(x[i]); });
 }
 

@@ -10,32 +10,33 @@
 #include "ptk/core/compat.hpp"
 #include "ptk/core/tensor.hpp"
 #include "ptk/kernels/fast_exp.hpp"
-#include "ptk/kernels/row_traits.hpp"
+#include "ptk/kernels/compensated.hpp"
+#include "ptk/kernels/row_walk.hpp"
 
 namespace ptk::kernels {
 
-// Rows are mapped by RowTraits (row_traits.hpp), with norm_lanes (16) slots on the host. Three
+// Rows are mapped by Tune::rows (tuning.hpp, row_walk.hpp), with norm_lanes (16) slots on the host. Three
 // sweeps per row: the max, exp (fast_exp_nonpositive: the arguments are <= 0 up to a rounding)
 // stored in out (or, for outputs too large for the cache, in a scratch row: see `streaming`) with
 // a blocked compensated sum (exp_chunk: the loop over slots is the vector loop), and the scale by
 // 1/sum into out. They are software-pipelined over a team thread's rows
-// (a team takes RowTraits::pipeline_rows rows): the exp sweep of one row, whose input is in L1/L2,
+// (a team takes pipeline_rows rows): the exp sweep of one row, whose input is in L1/L2,
 // also takes the max of the thread's next row, which comes from memory (prefetched), so the loads
 // from memory overlap the exps; the scale sweep finds its row in L1/L2. The max skips NaN, so a
 // NaN input turns its row's sum and every output of that row into NaN, and masked columns are
 // written as 0 * (1/sum) for the same reason: NaN stays in its row, as in PyTorch. out may alias
 // inp (each element is read before it is written, by the same lane).
-template <class Space>
+template <class Space, class Tune = Tuning<Space>>
 struct SoftmaxForward {
   using Team = typename Kokkos::TeamPolicy<Space>::member_type;
-  using Traits = WithLanes<RowTraits<Space>, RowTraits<Space>::norm_lanes>;
+  using Traits = WithLanes<typename Tune::rows, Tune::rows::norm_lanes>;
   static constexpr int L = Traits::lanes, V = Traits::vector_length, W = L * V;
   Matrix<Space> out;
   ConstMatrix<Space> inp;
   float scale;
   bool causal;
   int rows_per_team;
-  // Outputs of RowTraits::stream_store_bytes and more: the exps go to a row of team scratch (level
+  // Outputs of Rows::stream_store_bytes and more: the exps go to a row of team scratch (level
   // 1, a row per team thread) instead of out, and the scale sweep writes out with non-temporal
   // stores, so out is written once and never read (no read-for-ownership of its lines).
   bool streaming;
@@ -185,28 +186,28 @@ struct SoftmaxForward {
   }
 };
 
-template <class Space>
+template <class Space, class Tune = Tuning<Space>>
 void softmax_forward(const Matrix<Space>& out, const ConstMatrix<Space>& inp, float scale, bool causal) {
   const int rows = static_cast<int>(inp.extent(0));
   const int cols = static_cast<int>(inp.extent(1));
-  using Kernel = SoftmaxForward<Space>;
-  const int rows_per_team = RowTraits<Space>::pipeline_rows(rows);
-  auto policy = RowTraits<Space>::policy(rows, rows_per_team);
+  using Kernel = SoftmaxForward<Space, Tune>;
+  const int rows_per_team = pipeline_rows<Space, typename Tune::rows>(rows);
+  auto policy = row_policy<Space, typename Tune::rows>(rows, rows_per_team);
   const std::size_t exps_bytes = Kernel::exps_scratch_bytes(policy.team_size(), cols);
   // Rows too long for scratch (beyond Kokkos' advertised limit) keep their exps in out.
-  const bool streaming = RowTraits<Space>::stream_stores(out) &&
+  const bool streaming = stream_stores<typename Tune::rows>(out) &&
                          exps_bytes <= static_cast<std::size_t>(policy.scratch_size_max(Kernel::exps_scratch_level));
   if (streaming) policy.set_scratch_size(Kernel::exps_scratch_level, Kokkos::PerTeam(exps_bytes));
   Kokkos::parallel_for("ptk::softmax_forward", policy, Kernel{out, inp, scale, causal, rows_per_team, streaming});
 }
 
-// Rows are mapped by RowTraits (row_traits.hpp). Two sweeps per row: the dot product Σ out·dout
+// Rows are mapped by Tune::rows (tuning.hpp, row_walk.hpp). Two sweeps per row: the dot product Σ out·dout
 // (blocked compensated, lane_sum; the rows come from memory), then dinp (the rows still in L1/L2).
 // A NaN in out or dout makes its row's dot, and so its whole row of dinp, NaN.
-template <class Space>
+template <class Space, class Tune = Tuning<Space>>
 struct SoftmaxBackward {
   using Team = typename Kokkos::TeamPolicy<Space>::member_type;
-  using Traits = RowTraits<Space>;
+  using Traits = typename Tune::rows;
   Matrix<Space> dinp;
   ConstMatrix<Space> out, dout;
   float scale;
@@ -229,7 +230,7 @@ struct SoftmaxBackward {
     Kokkos::parallel_reduce(
         Kokkos::ThreadVectorRange(team, Traits::vector_length),
         [&](int v, Compensated& total) { total.merge(lane_sum<Traits>(0, cols, v, [&](int j) { return y[j] * dy[j]; })); },
-        CompensatedSum<Space>(dot));
+        CompensatedSum(dot));
     const float d = dot.value();
     Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, Traits::vector_length), [&](int v) {
       lane_map<Traits>(0, cols, v, dx, [&](int j) { return dx[j] + sc * y[j] * (dy[j] - d); });
@@ -237,12 +238,12 @@ struct SoftmaxBackward {
   }
 };
 
-template <class Space>
+template <class Space, class Tune = Tuning<Space>>
 void softmax_backward(const Matrix<Space>& dinp, const ConstMatrix<Space>& out, const ConstMatrix<Space>& dout,
                       float scale) {
   const int rows = static_cast<int>(out.extent(0));
-  Kokkos::parallel_for("ptk::softmax_backward", RowTraits<Space>::policy(rows),
-                       SoftmaxBackward<Space>{dinp, out, dout, scale});
+  Kokkos::parallel_for("ptk::softmax_backward", row_policy<Space, typename Tune::rows>(rows),
+                       SoftmaxBackward<Space, Tune>{dinp, out, dout, scale});
 }
 
 }  // namespace ptk::kernels

@@ -1,0 +1,308 @@
+#pragma once
+// attention_backward: dq += scale·dS·k, dk += scale·dSᵀ·q, dv += Pᵀ·dout with P = exp(scale·q kᵀ − lse) rebuilt from the
+// forward's lse, dS = P ∘ (dout·vᵀ − Drow), Drow[t] = dout[t]·out[t]; shapes as the forward's, dout and out as q.
+#include <Kokkos_Core.hpp>
+
+#include "ptk/kernels/attention_backward_base.hpp"
+
+namespace ptk::kernels {
+
+template <class Space, class Tune = Tuning<Space>>
+struct AttentionBackwardKV : AttentionBackwardBase<Space, Tune> {
+  using Base = AttentionBackwardBase<Space, Tune>;
+  using typename Base::Team;
+  using typename Base::ScratchMatrix;
+  using typename Base::ScratchVector;
+  using Base::BQ;
+  using Base::BK;
+  using Base::MR;
+  using Base::NR;
+
+  Tensor3<Space> dk, dv;  // either may be empty (not wanted)
+  int k_tiles;
+
+  // The team's scratch, in order (scratch.hpp: sized and carved from this one list).
+  struct Scratch {
+    ScratchMatrix Kt, Vt;    // [Dp, BK] the key tile's k and v, transposed
+    ScratchMatrix dKs, dVs;  // [BK, Dp] its gradient accumulators
+    ScratchMatrix Qs, dOs;   // [BQ, Dp] the query step's scale·q and dout
+    ScratchMatrix Ps, dSs;   // [BQ, BK] P and dS
+    ScratchVector ls, ds;    // [BQ] lse and Drow of the query rows
+  };
+  template <class Arena>
+  KOKKOS_INLINE_FUNCTION static Scratch take_scratch(Arena& arena, int Dp) {
+    return Scratch{arena.template take<ScratchMatrix>(Dp, BK), arena.template take<ScratchMatrix>(Dp, BK),
+                   arena.template take<ScratchMatrix>(BK, Dp), arena.template take<ScratchMatrix>(BK, Dp),
+                   arena.template take<ScratchMatrix>(BQ, Dp), arena.template take<ScratchMatrix>(BQ, Dp),
+                   arena.template take<ScratchMatrix>(BQ, BK), arena.template take<ScratchMatrix>(BQ, BK),
+                   arena.template take<ScratchVector>(BQ), arena.template take<ScratchVector>(BQ)};
+  }
+
+  KOKKOS_INLINE_FUNCTION void operator()(const Team& team) const {
+    const int level = this->level, Dp = this->Dp, D = this->D, T = this->T;
+    const int rank = team.league_rank();
+    const int head = rank / k_tiles;
+    const int k0 = rank % k_tiles * BK;  // causal: the first key tiles have the most queries; they go first
+    const int kcount = this->S - k0 < BK ? this->S - k0 : BK;
+
+    ScratchCarve<Team> arena{team, level};
+    const Scratch sc = take_scratch(arena, Dp);
+    const ScratchMatrix &Kt = sc.Kt, &Vt = sc.Vt, &dKs = sc.dKs, &dVs = sc.dVs, &Qs = sc.Qs, &dOs = sc.dOs,
+                        &Ps = sc.Ps, &dSs = sc.dSs;
+    const ScratchVector &ls = sc.ls, &ds = sc.ds;
+
+    this->stage_keys_transposed(team, head, k0, kcount, Kt, Vt);
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, BK), [&](int j) {
+      for (int d = 0; d < Dp; ++d) dKs(j, d) = 0.0f, dVs(j, d) = 0.0f;
+    });
+
+    const int q_begin = this->causal ? k0 / BQ * BQ : 0;
+    for (int q0 = q_begin; q0 < T; q0 += BQ) {
+      const int qcount = T - q0 < BQ ? T - q0 : BQ;
+      team.team_barrier();  // the previous step's Qs, dOs, Ps, dSs are no longer read
+      this->stage_queries(team, head, q0, qcount, Qs, dOs, ls, ds);
+      team.team_barrier();
+      this->probabilities(team, q0, qcount, k0, kcount, Qs, dOs, Kt, Vt, ls, ds, Ps, dSs);
+      team.team_barrier();
+
+      const int d_tiles = Dp / NR;
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, (BK / MR) * d_tiles), [&](int tile) {
+        const int j0 = tile / d_tiles * MR, c0 = tile % d_tiles * NR;
+        if (j0 >= kcount) return;
+        // Rows before the first that attends key j0 have P = dS = 0 for all MR keys.
+        const int first = this->causal ? (k0 + j0 - q0 > 0 ? k0 + j0 - q0 : 0) : 0;
+        if (first >= qcount) return;
+        float acc[MR][NR];
+        for (int r = 0; r < MR; ++r)
+          for (int c = 0; c < NR; ++c) acc[r][c] = dVs(j0 + r, c0 + c);
+        detail::micro_product<MR, NR>(acc, &Ps(0, j0), 1, BK, &dOs(0, c0), Dp, first, qcount);
+        for (int r = 0; r < MR; ++r)
+          for (int c = 0; c < NR; ++c) dVs(j0 + r, c0 + c) = acc[r][c];
+        for (int r = 0; r < MR; ++r)
+          for (int c = 0; c < NR; ++c) acc[r][c] = dKs(j0 + r, c0 + c);
+        detail::micro_product<MR, NR>(acc, &dSs(0, j0), 1, BK, &Qs(0, c0), Dp, first, qcount);
+        for (int r = 0; r < MR; ++r)
+          for (int c = 0; c < NR; ++c) dKs(j0 + r, c0 + c) = acc[r][c];
+      });
+    }
+    team.team_barrier();
+    if (dk.data() != nullptr)
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, kcount * D), [&](int e) {
+        const int j = e / D, d = e % D;
+        dk(head, k0 + j, d) += dKs(j, d);
+      });
+    if (dv.data() != nullptr)
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, kcount * D), [&](int e) {
+        const int j = e / D, d = e % D;
+        dv(head, k0 + j, d) += dVs(j, d);
+      });
+  }
+};
+
+// dQ: a team owns one head's query tile and streams the key tiles it attends (causal: up to its last
+// query), as the forward. Its Q and dO tiles are staged once, transposed (Qt, dOt); K and V tiles are
+// plain row copies, so no step transposes anything. The score tile is computed transposed, keys ×
+// queries (St = K·Qt, then dSᵀ in place), and dQ += dS·K runs over MR query rows × NR head dims
+// micro-tiles; keys inside the causal diagonal that only some rows of a micro-tile attend go row by
+// row and a masked key is skipped, so a NaN or inf in a masked row of K cannot reach dQ.
+template <class Space, class Tune = Tuning<Space>>
+struct AttentionBackwardQ : AttentionBackwardBase<Space, Tune> {
+  using Base = AttentionBackwardBase<Space, Tune>;
+  using typename Base::Team;
+  using typename Base::ScratchMatrix;
+  using typename Base::ScratchVector;
+  using Base::BQ;
+  using Base::BK;
+  using Base::MR;
+  using Base::NR;
+  static_assert(BQ % NR == 0 && BK % MR == 0, "attention backward tiles: micro tiles must divide them");
+
+  Tensor3<Space> dq;
+  int q_tiles;
+
+  // The team's scratch, in order (scratch.hpp: sized and carved from this one list).
+  struct Scratch {
+    ScratchMatrix Qt, dOt;  // [Dp, BQ] the query tile's scale·q and dout, transposed
+    ScratchMatrix dQs;      // [BQ, Dp] its gradient accumulator
+    ScratchMatrix Ks, Vs;   // [BK, Dp] the key step's k and v
+    ScratchMatrix St;       // [BK, BQ] Pᵀ, then dSᵀ in place
+    ScratchVector ls, ds;   // [BQ] lse and Drow of the query rows
+  };
+  template <class Arena>
+  KOKKOS_INLINE_FUNCTION static Scratch take_scratch(Arena& arena, int Dp) {
+    return Scratch{arena.template take<ScratchMatrix>(Dp, BQ), arena.template take<ScratchMatrix>(Dp, BQ),
+                   arena.template take<ScratchMatrix>(BQ, Dp), arena.template take<ScratchMatrix>(BK, Dp),
+                   arena.template take<ScratchMatrix>(BK, Dp), arena.template take<ScratchMatrix>(BK, BQ),
+                   arena.template take<ScratchVector>(BQ), arena.template take<ScratchVector>(BQ)};
+  }
+
+  KOKKOS_INLINE_FUNCTION void operator()(const Team& team) const {
+    const int level = this->level, Dp = this->Dp, D = this->D, S = this->S;
+    const bool causal = this->causal;
+    const int rank = team.league_rank();
+    const int head = rank / q_tiles;
+    const int q0 = (q_tiles - 1 - rank % q_tiles) * BQ;  // the longest (causal) query tiles first
+    const int qcount = this->T - q0 < BQ ? this->T - q0 : BQ;
+
+    ScratchCarve<Team> arena{team, level};
+    const Scratch sc = take_scratch(arena, Dp);
+    const ScratchMatrix &Qt = sc.Qt, &dOt = sc.dOt, &dQs = sc.dQs, &Ks = sc.Ks, &Vs = sc.Vs, &St = sc.St;
+    const ScratchVector &ls = sc.ls, &ds = sc.ds;
+
+    // Qt = (scale·q)ᵀ, dOt = doutᵀ; padding and rows with lse = −inf are zeros with ls = −inf.
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, BQ), [&](int i) {
+      const float l = i < qcount ? this->lse(head, q0 + i) : -__builtin_huge_valf();
+      const int n = l == -__builtin_huge_valf() ? 0 : D;
+      const float* qg = n ? &this->q(head, q0 + i, 0) : nullptr;
+      const float* gg = n ? &this->dout(head, q0 + i, 0) : nullptr;
+      float* qt = &Qt(0, i);
+      float* gt = &dOt(0, i);
+      for (int d = 0; d < n; ++d) qt[d * BQ] = this->scale * qg[d];
+      for (int d = n; d < Dp; ++d) qt[d * BQ] = 0.0f;
+      for (int d = 0; d < n; ++d) gt[d * BQ] = gg[d];
+      for (int d = n; d < Dp; ++d) gt[d * BQ] = 0.0f;
+      for (int d = 0; d < Dp; ++d) dQs(i, d) = 0.0f;
+      ls(i) = l;
+      ds(i) = n ? this->drow(head, q0 + i) : 0.0f;
+    });
+
+    const int key_end = causal ? (q0 + qcount < S ? q0 + qcount : S) : S;
+    for (int k0 = 0; k0 < key_end; k0 += BK) {
+      const int kcount = key_end - k0 < BK ? key_end - k0 : BK;
+      team.team_barrier();  // the previous step's Ks, Vs and St are no longer read
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, BK), [&](int j) {
+        float* ks = &Ks(j, 0);
+        float* vs = &Vs(j, 0);
+        const int n = j < kcount ? D : 0;
+        const float* kg = n ? &this->k(head, k0 + j, 0) : nullptr;
+        const float* vg = n ? &this->v(head, k0 + j, 0) : nullptr;
+        for (int d = 0; d < n; ++d) ks[d] = kg[d];
+        for (int d = n; d < Dp; ++d) ks[d] = 0.0f;
+        for (int d = 0; d < n; ++d) vs[d] = vg[d];
+        for (int d = n; d < Dp; ++d) vs[d] = 0.0f;
+      });
+      team.team_barrier();
+
+      // Pᵀ and dSᵀ over MR keys × NR queries micro-tiles; a tile whose keys all come after all its
+      // queries (causal) is skipped: dQ's loop below never reads it.
+      constexpr int col_tiles = BQ / NR;
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, (BK / MR) * col_tiles), [&](int tile) {
+        const int j0 = tile / col_tiles * MR, c0 = tile % col_tiles * NR;
+        if (j0 >= kcount || c0 >= qcount || (causal && k0 + j0 > q0 + c0 + NR - 1)) return;
+        float shift[NR], drow_c[NR];
+        bool row_ok[NR];
+        for (int c = 0; c < NR; ++c) {
+          const float l = ls(c0 + c);
+          row_ok[c] = l != -__builtin_huge_valf();
+          shift[c] = row_ok[c] ? l : 0.0f;
+          drow_c[c] = ds(c0 + c);
+        }
+        float acc[MR][NR];
+        for (int r = 0; r < MR; ++r)
+          for (int c = 0; c < NR; ++c) acc[r][c] = 0.0f;
+        detail::micro_product<MR, NR>(acc, &Ks(j0, 0), Dp, 1, &Qt(0, c0), BQ, 0, Dp);
+        float* st = &St(j0, c0);
+        // Key j0 + r is attended by queries c0 + c >= first (causal) that attended anything.
+        for (int r = 0; r < MR; ++r) {
+          const int first = j0 + r >= kcount ? BQ + NR : (causal ? k0 + j0 + r - q0 - c0 : 0);
+          for (int c = 0; c < NR; ++c) {
+            const float p = fast_exp(acc[r][c] - shift[c]);
+            st[r * BQ + c] = c >= first && row_ok[c] ? p : 0.0f;
+          }
+        }
+        for (int r = 0; r < MR; ++r)
+          for (int c = 0; c < NR; ++c) acc[r][c] = 0.0f;
+        detail::micro_product<MR, NR>(acc, &Vs(j0, 0), Dp, 1, &dOt(0, c0), BQ, 0, Dp);
+        for (int r = 0; r < MR; ++r) {
+          const int first = j0 + r >= kcount ? BQ + NR : (causal ? k0 + j0 + r - q0 - c0 : 0);
+          for (int c = 0; c < NR; ++c) {
+            const float g = st[r * BQ + c] * (acc[r][c] - drow_c[c]);
+            st[r * BQ + c] = c >= first && row_ok[c] ? g : 0.0f;
+          }
+        }
+      });
+      team.team_barrier();
+
+      const int d_tiles = Dp / NR;
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, (BQ / MR) * d_tiles), [&](int tile) {
+        const int i0 = tile / d_tiles * MR, c0 = tile % d_tiles * NR;
+        if (i0 >= qcount) return;
+        const int all = this->valid_keys(i0, q0, qcount, k0, kcount);
+        const int any = this->valid_keys(i0 + MR - 1, q0, qcount, k0, kcount);
+        float acc[MR][NR];
+        for (int r = 0; r < MR; ++r)
+          for (int c = 0; c < NR; ++c) acc[r][c] = dQs(i0 + r, c0 + c);
+        detail::micro_product<MR, NR>(acc, &St(0, i0), 1, BQ, &Ks(0, c0), Dp, 0, all);
+        for (int j = all; j < any; ++j) {
+          const float* kj = &Ks(j, c0);
+          for (int r = 0; r < MR; ++r) {
+            if (j >= this->valid_keys(i0 + r, q0, qcount, k0, kcount)) continue;
+            const float g = St(j, i0 + r);
+            for (int c = 0; c < NR; ++c) acc[r][c] += g * kj[c];
+          }
+        }
+        for (int r = 0; r < MR; ++r)
+          for (int c = 0; c < NR; ++c) dQs(i0 + r, c0 + c) = acc[r][c];
+      });
+    }
+    team.team_barrier();
+    const float scale = this->scale;
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, qcount * D), [&](int e) {
+      const int i = e / D, d = e % D;
+      dq(head, q0 + i, d) += scale * dQs(i, d);
+    });
+  }
+};
+
+// dq, dk, dv [BH,·,D] += the gradients of attention_forward(out, lse, q, k, v, scale, causal) for the
+// upstream gradient dout, from the forward's out and lse. Any of dq, dk, dv may be an empty View (not
+// wanted). Memory: the three kernels' team scratch plus one float per query row (Drow).
+template <class Space, class Tune = Tuning<Space>>
+void attention_backward(const Tensor3<Space>& dq, const Tensor3<Space>& dk, const Tensor3<Space>& dv,
+                        const ConstTensor3<Space>& dout, const ConstTensor3<Space>& q, const ConstTensor3<Space>& k,
+                        const ConstTensor3<Space>& v, const ConstTensor3<Space>& out, const ConstMatrix<Space>& lse,
+                        float scale, bool causal) {
+  const int heads = static_cast<int>(q.extent(0)), T = static_cast<int>(q.extent(1));
+  const int S = static_cast<int>(k.extent(1)), D = static_cast<int>(q.extent(2));
+  if (heads == 0 || T == 0 || S == 0 || D == 0) return;
+  const bool want_q = dq.data() != nullptr, want_kv = dk.data() != nullptr || dv.data() != nullptr;
+  if (!want_q && !want_kv) return;
+  using KV = AttentionBackwardKV<Space, Tune>;
+  using Q = AttentionBackwardQ<Space, Tune>;
+  const int Dp = (D + KV::NR - 1) / KV::NR * KV::NR;
+
+  Matrix<Space> drow(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ptk::attention_drow"), heads, T);
+  Kokkos::parallel_for("ptk::attention_backward_rows", Kokkos::RangePolicy<Space>(0, heads * T),
+                       AttentionBackwardRows<Space, Tune>{drow, dout, out, lse, T, D});
+  const auto level_for = [](std::size_t bytes) {
+    return bytes <= static_cast<std::size_t>(Tune::attention::level0_bytes) ? 0 : 1;
+  };
+  if (want_kv) {
+    const int k_tiles = (S + KV::BK - 1) / KV::BK;
+    const std::size_t bytes = scratch_bytes<KV>(Dp);
+    const int level = level_for(bytes);
+    KV kernel;
+    static_cast<AttentionBackwardBase<Space, Tune>&>(kernel) =
+        AttentionBackwardBase<Space, Tune>{dout, q, k, v, lse, drow, scale, causal, T, S, D, Dp, level};
+    kernel.dk = dk;
+    kernel.dv = dv;
+    kernel.k_tiles = k_tiles;
+    typename KV::Policy policy(heads * k_tiles, Tune::attention::team_size);
+    Kokkos::parallel_for("ptk::attention_backward_kv", policy.set_scratch_size(level, Kokkos::PerTeam(bytes)), kernel);
+  }
+  if (want_q) {
+    const int q_tiles = (T + Q::BQ - 1) / Q::BQ;
+    const std::size_t bytes = scratch_bytes<Q>(Dp);
+    const int level = level_for(bytes);
+    Q kernel;
+    static_cast<AttentionBackwardBase<Space, Tune>&>(kernel) =
+        AttentionBackwardBase<Space, Tune>{dout, q, k, v, lse, drow, scale, causal, T, S, D, Dp, level};
+    kernel.dq = dq;
+    kernel.q_tiles = q_tiles;
+    typename Q::Policy policy(heads * q_tiles, Tune::attention::team_size);
+    Kokkos::parallel_for("ptk::attention_backward_q", policy.set_scratch_size(level, Kokkos::PerTeam(bytes)), kernel);
+  }
+}
+
+
+}  // namespace ptk::kernels

@@ -1,0 +1,250 @@
+#pragma once
+// attention_forward: out[BH,T,D] = softmax(scale · q kᵀ, causal) · v and lse[BH,T] = log Σ_j exp(scale · q·k_j)
+// over the attended keys, for q[BH,T,D], k and v [BH,S,D]; causal (needs T == S) lets query t see keys j <= t.
+#include <Kokkos_Core.hpp>
+
+#include "ptk/core/compat.hpp"
+#include "ptk/core/tensor.hpp"
+#include "ptk/kernels/fast_exp.hpp"
+#include "ptk/kernels/scratch.hpp"
+#include "ptk/kernels/tuning.hpp"
+
+namespace ptk::kernels {
+
+
+// Flash-style forward: per (head, query tile) the [T,S] score matrix exists only one key tile at a
+// time, in scratch. Online softmax: each row keeps its running max m and sum l; a new key tile with a
+// larger max rescales the row's accumulator and sum by exp(m_old − m_new). Causal key tiles wholly
+// after a query tile are never visited; inside the diagonal tile, masked keys are skipped (never
+// multiplied by 0, so a NaN or inf in a masked row of k or v cannot reach the output).
+// Special values follow the softmax kernel: a NaN score makes its row NaN; a row whose attended
+// scores are all −inf gives 0 and lse = −inf.
+template <class Space, class Tune = Tuning<Space>>
+struct AttentionForward {
+  using Tiles = typename Tune::attention;
+  static constexpr int BQ = Tiles::query_rows, BK = Tiles::key_rows, MR = Tiles::micro_rows, NR = Tiles::micro_cols;
+  static_assert(BK % NR == 0 && BQ % MR == 0, "attention tiles: micro tiles must divide the block");
+  using Policy = Kokkos::TeamPolicy<Space, Kokkos::Schedule<Kokkos::Dynamic>>;
+  using Team = typename Policy::member_type;
+  using ScratchMatrix = Kokkos::View<float**, Kokkos::LayoutRight, typename Space::scratch_memory_space,
+                                     Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  using ScratchVector = Kokkos::View<float*, Kokkos::LayoutRight, typename Space::scratch_memory_space,
+                                     Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+
+  Tensor3<Space> out;
+  Matrix<Space> lse;
+  ConstTensor3<Space> q, k, v;
+  float scale;
+  bool causal;
+  int T, S, D, Dp;  // Dp: D padded to a multiple of NR (zeros in scratch)
+  int q_tiles;
+  int level;
+
+  // The team's scratch, in order (scratch.hpp: sized and carved from this one list).
+  struct Scratch {
+    ScratchMatrix Qs;     // [BQ, Dp] q tile, pre-multiplied by scale
+    ScratchMatrix Os;     // [BQ, Dp] unnormalized output accumulator
+    ScratchMatrix Kt;     // [Dp, BK] k tile, transposed
+    ScratchMatrix Vs;     // [BK, Dp]
+    ScratchMatrix Ps;     // [BQ, BK] scores, then probabilities
+    ScratchVector m, l, alpha;  // [BQ] running max, running sum, this tile's rescale factor
+  };
+  template <class Arena>
+  KOKKOS_INLINE_FUNCTION static Scratch take_scratch(Arena& arena, int Dp) {
+    return Scratch{arena.template take<ScratchMatrix>(BQ, Dp), arena.template take<ScratchMatrix>(BQ, Dp),
+                   arena.template take<ScratchMatrix>(Dp, BK), arena.template take<ScratchMatrix>(BK, Dp),
+                   arena.template take<ScratchMatrix>(BQ, BK), arena.template take<ScratchVector>(BQ),
+                   arena.template take<ScratchVector>(BQ), arena.template take<ScratchVector>(BQ)};
+  }
+
+  // Keys [0, valid) of the current key tile are attended by query row i of the tile. Padding rows
+  // beyond the last query take the last query's count, so they never narrow a micro-tile's range.
+  KOKKOS_INLINE_FUNCTION int valid_keys(int i, int q0, int qcount, int k0, int kcount) const {
+    if (!causal) return kcount;
+    const int t = q0 + (i < qcount ? i : qcount - 1);
+    const int n = t - k0 + 1;
+    return n < 0 ? 0 : (n < kcount ? n : kcount);
+  }
+
+  KOKKOS_INLINE_FUNCTION void operator()(const Team& team) const {
+    const int rank = team.league_rank();
+    const int head = rank / q_tiles;
+    const int qt = q_tiles - 1 - rank % q_tiles;  // the longest (causal) query tiles first
+    const int q0 = qt * BQ;
+    const int qcount = T - q0 < BQ ? T - q0 : BQ;
+
+    ScratchCarve<Team> arena{team, level};
+    const Scratch sc = take_scratch(arena, Dp);
+    const ScratchMatrix &Qs = sc.Qs, &Os = sc.Os, &Kt = sc.Kt, &Vs = sc.Vs, &Ps = sc.Ps;
+    const ScratchVector &m = sc.m, &l = sc.l, &alpha = sc.alpha;
+
+    // Scratch Views are contiguous LayoutRight: inner loops use raw row pointers, so the compiler
+    // sees plain arrays (no View strides reloaded after every store).
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, BQ), [&](int i) {
+      float* qs = &Qs(i, 0);
+      float* os = &Os(i, 0);
+      const int n = i < qcount ? D : 0;
+      const float* qg = n ? &q(head, q0 + i, 0) : nullptr;
+      for (int d = 0; d < n; ++d) qs[d] = scale * qg[d];
+      for (int d = n; d < Dp; ++d) qs[d] = 0.0f;
+      for (int d = 0; d < Dp; ++d) os[d] = 0.0f;
+    });
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, BQ), [&](int i) {
+      m(i) = -__builtin_huge_valf();
+      l(i) = 0.0f;
+    });
+
+    const int key_end = causal ? (q0 + qcount < S ? q0 + qcount : S) : S;
+    for (int k0 = 0; k0 < key_end; k0 += BK) {
+      const int kcount = key_end - k0 < BK ? key_end - k0 : BK;
+      team.team_barrier();  // the previous tile's Kt, Vs and Ps are no longer read
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, BK), [&](int j) {
+        float* kt = &Kt(0, j);
+        float* vs = &Vs(j, 0);
+        const int n = j < kcount ? D : 0;
+        const float* kg = n ? &k(head, k0 + j, 0) : nullptr;
+        const float* vg = n ? &v(head, k0 + j, 0) : nullptr;
+        for (int d = 0; d < n; ++d) kt[d * BK] = kg[d];
+        for (int d = n; d < Dp; ++d) kt[d * BK] = 0.0f;
+        for (int d = 0; d < n; ++d) vs[d] = vg[d];
+        for (int d = n; d < Dp; ++d) vs[d] = 0.0f;
+      });
+      team.team_barrier();
+
+      // Scores: Ps = Qs · Ktᵀ over micro-tiles; tiles wholly masked for their rows are skipped.
+      const int col_tiles = BK / NR;
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, (BQ / MR) * col_tiles), [&](int tile) {
+        const int i0 = tile / col_tiles * MR, c0 = tile % col_tiles * NR;
+        if (i0 >= qcount || c0 >= valid_keys(i0 + MR - 1, q0, qcount, k0, kcount)) return;
+        const float* qs = &Qs(i0, 0);
+        const float* kt = &Kt(0, c0);
+        const int dp = Dp;
+        float acc[MR][NR];
+        for (int r = 0; r < MR; ++r)
+          for (int c = 0; c < NR; ++c) acc[r][c] = 0.0f;
+        for (int d = 0; d < dp; ++d) {
+          const float* kd = kt + d * BK;
+          for (int r = 0; r < MR; ++r) {
+            const float qv = qs[r * dp + d];
+            for (int c = 0; c < NR; ++c) acc[r][c] += qv * kd[c];
+          }
+        }
+        float* ps = &Ps(i0, c0);
+        for (int r = 0; r < MR; ++r)
+          for (int c = 0; c < NR; ++c) ps[r * BK + c] = acc[r][c];
+      });
+      team.team_barrier();
+
+      // Online softmax, one row per thread: new max, rescale factor, probabilities, running sum.
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, BQ), [&](int i) {
+        const int n = i < qcount ? valid_keys(i, q0, qcount, k0, kcount) : 0;
+        if (n == 0) {
+          alpha(i) = 1.0f;
+          return;
+        }
+        // Max and sum over L independent lanes (they vectorize), then across the lanes.
+        constexpr int L = Tiles::lanes;
+        float* pr = &Ps(i, 0);
+        const int n_lanes = n / L * L;
+        float lane_max[L];
+        for (int c = 0; c < L; ++c) lane_max[c] = -__builtin_huge_valf();
+        for (int j = 0; j < n_lanes; j += L)
+          for (int c = 0; c < L; ++c) lane_max[c] = pr[j + c] > lane_max[c] ? pr[j + c] : lane_max[c];  // skips NaN
+        float tile_max = -__builtin_huge_valf();
+        for (int c = 0; c < L; ++c) tile_max = lane_max[c] > tile_max ? lane_max[c] : tile_max;
+        for (int j = n_lanes; j < n; ++j) tile_max = pr[j] > tile_max ? pr[j] : tile_max;
+        const float m_old = m(i);
+        const float m_new = tile_max > m_old ? tile_max : m_old;
+        // While every score so far is −inf, subtract 0 instead (−inf − −inf would be NaN).
+        const float shift = m_new == -__builtin_huge_valf() ? 0.0f : m_new;
+        float lane_sum[L];
+        for (int c = 0; c < L; ++c) lane_sum[c] = 0.0f;
+        for (int j = 0; j < n_lanes; j += L)
+          for (int c = 0; c < L; ++c) {
+            const float p = fast_exp(pr[j + c] - shift);
+            pr[j + c] = p;
+            lane_sum[c] += p;
+          }
+        float sum = 0.0f;
+        for (int c = 0; c < L; ++c) sum += lane_sum[c];
+        for (int j = n_lanes; j < n; ++j) {
+          const float p = fast_exp(pr[j] - shift);
+          pr[j] = p;
+          sum += p;
+        }
+        const float a = fast_exp(m_old - shift);
+        alpha(i) = a;
+        l(i) = l(i) * a + sum;
+        m(i) = m_new;
+      });
+      team.team_barrier();
+
+      // Os = alpha · Os + Ps · Vs over micro-tiles of head dims. Keys every row of the micro-tile
+      // attends are blocked; the few keys that only some rows attend (causal diagonal) go row by row.
+      const int d_tiles = Dp / NR;
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, (BQ / MR) * d_tiles), [&](int tile) {
+        const int i0 = tile / d_tiles * MR, c0 = tile % d_tiles * NR;
+        if (i0 >= qcount) return;
+        const int all = valid_keys(i0, q0, qcount, k0, kcount);
+        const int any = valid_keys(i0 + MR - 1, q0, qcount, k0, kcount);
+        const float* ps = &Ps(i0, 0);
+        const float* vs = &Vs(0, c0);
+        float* os = &Os(i0, c0);
+        const int dp = Dp;
+        float acc[MR][NR];
+        for (int r = 0; r < MR; ++r) {
+          const float a = alpha(i0 + r);
+          for (int c = 0; c < NR; ++c) acc[r][c] = a * os[r * dp + c];
+        }
+        for (int j = 0; j < all; ++j) {
+          const float* vj = vs + j * dp;
+          for (int r = 0; r < MR; ++r) {
+            const float p = ps[r * BK + j];
+            for (int c = 0; c < NR; ++c) acc[r][c] += p * vj[c];
+          }
+        }
+        for (int j = all; j < any; ++j) {
+          const float* vj = vs + j * dp;
+          for (int r = 0; r < MR; ++r) {
+            if (j >= valid_keys(i0 + r, q0, qcount, k0, kcount)) continue;
+            const float p = ps[r * BK + j];
+            for (int c = 0; c < NR; ++c) acc[r][c] += p * vj[c];
+          }
+        }
+        for (int r = 0; r < MR; ++r)
+          for (int c = 0; c < NR; ++c) os[r * dp + c] = acc[r][c];
+      });
+    }
+    team.team_barrier();
+
+    // l == 0 only when every attended score is −inf (or none is attended): the row is 0, lse −inf.
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, qcount * D), [&](int e) {
+      const int i = e / D, d = e % D;
+      const float inv = l(i) == 0.0f ? 0.0f : 1.0f / l(i);
+      out(head, q0 + i, d) = Os(i, d) * inv;
+    });
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, qcount), [&](int i) {
+      const float shift = m(i) == -__builtin_huge_valf() ? 0.0f : m(i);
+      lse(head, q0 + i) = l(i) == 0.0f ? -__builtin_huge_valf() : shift + compat::log(l(i));
+    });
+  }
+};
+
+// out[BH,T,D], lse[BH,T] from q[BH,T,D], k and v [BH,S,D] (the [B,H,·,·] buffers with B·H heads).
+template <class Space, class Tune = Tuning<Space>>
+void attention_forward(const Tensor3<Space>& out, const Matrix<Space>& lse, const ConstTensor3<Space>& q,
+                       const ConstTensor3<Space>& k, const ConstTensor3<Space>& v, float scale, bool causal) {
+  using Kernel = AttentionForward<Space, Tune>;
+  const int heads = static_cast<int>(q.extent(0)), T = static_cast<int>(q.extent(1));
+  const int S = static_cast<int>(k.extent(1)), D = static_cast<int>(q.extent(2));
+  const int Dp = (D + Kernel::NR - 1) / Kernel::NR * Kernel::NR;
+  const int q_tiles = (T + Kernel::BQ - 1) / Kernel::BQ;
+  const std::size_t bytes = scratch_bytes<Kernel>(Dp);
+  const int level = bytes <= static_cast<std::size_t>(Tune::attention::level0_bytes) ? 0 : 1;
+  typename Kernel::Policy policy(heads * q_tiles, Tune::attention::team_size);
+  Kokkos::parallel_for("ptk::attention_forward", policy.set_scratch_size(level, Kokkos::PerTeam(bytes)),
+                       Kernel{out, lse, q, k, v, scale, causal, T, S, D, Dp, q_tiles, level});
+}
+
+
+}  // namespace ptk::kernels

@@ -1,0 +1,181 @@
+#pragma once
+// The GPU's GEMM (Tune::matmul::register_tiled; tuning.hpp, GpuMatmul): c[B,M,N] = alpha · op(a) ·
+// op(b) + beta · c as matmul.hpp states it, each thread's tile of c held in registers for all of K.
+#include <Kokkos_Core.hpp>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "ptk/core/tensor.hpp"
+#include "ptk/kernels/memory_hints.hpp"
+#include "ptk/kernels/tuning.hpp"
+
+namespace ptk::kernels {
+
+// One team per (batch, 128-row block, 64-column block). Per 16-deep slab of k:
+//   copy_slabs   every thread copies its share of op(a)'s and op(b)'s slab into scratch, k-major
+//                (As[k][m], Bs[k][n]), consecutive threads reading consecutive addresses of a and
+//                b (coalesced) and writing zeros past the matrix edges;
+//   barrier;
+//   multiply     each thread adds, for each of its tiles, the slab's 16 rank-1 updates of its
+//                8 x 4 tile (per k: two 16-byte loads of As, one of Bs, 32 FMAs) into `part`;
+//   fold         every `chunk` k-steps (and at the end) part is added into acc and cleared;
+//   barrier;
+// and at the end write_back stores alpha · acc + beta · c once (beta = 0: c is not read).
+// A thread's tiles: thread t owns tiles t, t + team_size, ...; tile v covers rows (v / 16) · 8 and
+// columns (v % 16) · 4 of the block, so a warp's 32 tiles read 16 distinct, consecutive float4 of
+// Bs (one bank each per quarter warp) and 2 broadcast addresses of As.
+template <class Space, class Tune>
+struct MatmulRegisterTiled {
+  using Tiles = typename Tune::matmul;
+  static constexpr int BM = Tiles::block_rows, BN = Tiles::block_cols, KS = Tiles::slab;
+  static constexpr int TM = Tiles::micro_rows, TN = Tiles::micro_cols;
+  static constexpr int threads = Tiles::team_size, tiles = Tiles::tiles_per_thread;
+  static constexpr int tiles_across = BN / TN;
+  static constexpr int lda = BM + Tiles::pad, ldb = BN + Tiles::pad;  // floats per k-row of the slabs
+  static_assert(TM % 4 == 0 && TN % 4 == 0 && lda % 4 == 0 && ldb % 4 == 0, "float4 reads need 16-byte rows");
+  using Policy = Kokkos::TeamPolicy<Space, Kokkos::Schedule<Kokkos::Static>,
+                                    Kokkos::LaunchBounds<Tiles::threads, Tiles::launch_min_blocks>>;
+  using Team = typename Policy::member_type;
+  using Scratch =
+      Kokkos::View<float*, typename Space::scratch_memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+
+  // The scratch layout, used both to size the request and to carve it: the A slab, then the B slab,
+  // starting at the first 16-byte boundary of the team's scratch (3 floats of slack for that).
+  static constexpr int slab_floats = KS * lda + KS * ldb;
+  static std::size_t scratch_bytes() { return Scratch::shmem_size(slab_floats + 3); }
+  KOKKOS_INLINE_FUNCTION static float* carve(const Team& team) {
+    const Scratch raw(team.team_scratch(0), slab_floats + 3);
+    const std::uintptr_t p = reinterpret_cast<std::uintptr_t>(raw.data());
+    return raw.data() + ((16 - p % 16) % 16) / sizeof(float);
+  }
+
+  Tensor3<Space> c;
+  ConstTensor3<Space> a, b;
+  bool trans_a, trans_b;
+  float alpha, beta;
+  int M, N, K;
+  int row_blocks, col_blocks;
+
+  struct Block {
+    const float* a;  // op(a)'s batch matrix, as stored
+    const float* b;
+    int lda, ldb;    // row strides of a and b as stored
+    int i0, j0;      // the block's first row and column of c
+    int batch;
+  };
+
+  KOKKOS_INLINE_FUNCTION void operator()(const Team& team) const {
+    const int rank = team.league_rank();
+    Block blk;
+    blk.batch = rank / (row_blocks * col_blocks);
+    blk.i0 = rank % row_blocks * BM;  // row blocks vary fastest: neighbours share a B panel in L2
+    blk.j0 = rank / row_blocks % col_blocks * BN;
+    blk.a = &a(a.extent(0) == 1 ? 0 : blk.batch, 0, 0);
+    blk.b = &b(b.extent(0) == 1 ? 0 : blk.batch, 0, 0);
+    blk.lda = static_cast<int>(a.extent(2));
+    blk.ldb = static_cast<int>(b.extent(2));
+    float* const as = carve(team);
+    float* const bs = as + KS * lda;
+    const int t = team.team_rank();
+
+    float acc[tiles][TM][TN], part[tiles][TM][TN];
+    for (int s = 0; s < tiles; ++s)
+      for (int r = 0; r < TM; ++r)
+        for (int q = 0; q < TN; ++q) acc[s][r][q] = part[s][r][q] = 0.0f;
+
+    for (int k0 = 0; k0 < K; k0 += KS) {
+      copy_slabs(team, blk, k0, as, bs);
+      team.team_barrier();
+      multiply(t, as, bs, part);
+      if ((k0 + KS) % Tiles::chunk == 0 || k0 + KS >= K) fold(acc, part);
+      team.team_barrier();  // the slabs are read before the next copy overwrites them
+    }
+    write_back(t, blk, acc);
+  }
+
+  // op(a)[i0 + m, k0 + k] -> as[k * lda + m] and op(b)[k0 + k, j0 + n] -> bs[k * ldb + n], zero
+  // outside the matrices. Element e of a slab goes to thread e % threads; e runs along the stored
+  // rows of a and b, so the threads of a warp read consecutive addresses.
+  KOKKOS_INLINE_FUNCTION void copy_slabs(const Team& team, const Block& blk, int k0, float* as, float* bs) const {
+    const int t = team.team_rank();
+    for (int e = t; e < BM * KS; e += threads) {
+      int m, k;
+      float value = 0.0f;
+      if (!trans_a) {  // a[M, K]: k is contiguous
+        m = e / KS, k = e % KS;
+        if (blk.i0 + m < M && k0 + k < K) value = blk.a[static_cast<std::size_t>(blk.i0 + m) * blk.lda + k0 + k];
+      } else {  // a[K, M]: m is contiguous
+        k = e / BM, m = e % BM;
+        if (blk.i0 + m < M && k0 + k < K) value = blk.a[static_cast<std::size_t>(k0 + k) * blk.lda + blk.i0 + m];
+      }
+      as[k * lda + m] = value;
+    }
+    for (int e = t; e < KS * BN; e += threads) {
+      int k, n;
+      float value = 0.0f;
+      if (!trans_b) {  // b[K, N]: n is contiguous
+        k = e / BN, n = e % BN;
+        if (k0 + k < K && blk.j0 + n < N) value = blk.b[static_cast<std::size_t>(k0 + k) * blk.ldb + blk.j0 + n];
+      } else {  // b[N, K]: k is contiguous
+        n = e / KS, k = e % KS;
+        if (k0 + k < K && blk.j0 + n < N) value = blk.b[static_cast<std::size_t>(blk.j0 + n) * blk.ldb + k0 + k];
+      }
+      bs[k * ldb + n] = value;
+    }
+  }
+
+  // part[s] += the slab's product for each of the thread's tiles (zero-padded k adds 0).
+  KOKKOS_INLINE_FUNCTION void multiply(int t, const float* as, const float* bs, float (&part)[tiles][TM][TN]) const {
+    for (int s = 0; s < tiles; ++s) {
+      const int v = t + s * threads;
+      const float* ap = as + v / tiles_across * TM;
+      const float* bp = bs + v % tiles_across * TN;
+      for (int k = 0; k < KS; ++k) {
+        float av[TM], bv[TN];
+        for (int r = 0; r < TM; r += 4) load4(av + r, ap + k * lda + r);
+        for (int q = 0; q < TN; q += 4) load4(bv + q, bp + k * ldb + q);
+        for (int r = 0; r < TM; ++r)
+          for (int q = 0; q < TN; ++q) part[s][r][q] += av[r] * bv[q];
+      }
+    }
+  }
+
+  KOKKOS_INLINE_FUNCTION static void fold(float (&acc)[tiles][TM][TN], float (&part)[tiles][TM][TN]) {
+    for (int s = 0; s < tiles; ++s)
+      for (int r = 0; r < TM; ++r)
+        for (int q = 0; q < TN; ++q) {
+          acc[s][r][q] += part[s][r][q];
+          part[s][r][q] = 0.0f;
+        }
+  }
+
+  KOKKOS_INLINE_FUNCTION void write_back(int t, const Block& blk, const float (&acc)[tiles][TM][TN]) const {
+    for (int s = 0; s < tiles; ++s) {
+      const int v = t + s * threads;
+      const int i = blk.i0 + v / tiles_across * TM, j = blk.j0 + v % tiles_across * TN;
+      for (int r = 0; r < TM && i + r < M; ++r) {
+        float* cr = &c(blk.batch, i + r, 0);
+        for (int q = 0; q < TN && j + q < N; ++q)
+          cr[j + q] = beta == 0.0f ? alpha * acc[s][r][q] : alpha * acc[s][r][q] + beta * cr[j + q];
+      }
+    }
+  }
+};
+
+// c = alpha · op(a) · op(b) + beta · c with the register-tiled kernel; c is not empty.
+template <class Space, class Tune>
+void matmul_register_tiled(const Tensor3<Space>& c, const ConstTensor3<Space>& a, const ConstTensor3<Space>& b,
+                           bool trans_a, bool trans_b, float alpha, float beta) {
+  using Kernel = MatmulRegisterTiled<Space, Tune>;
+  const int batches = static_cast<int>(c.extent(0));
+  const int M = static_cast<int>(c.extent(1)), N = static_cast<int>(c.extent(2));
+  const int K = static_cast<int>(trans_a ? a.extent(1) : a.extent(2));
+  const int row_blocks = (M + Kernel::BM - 1) / Kernel::BM, col_blocks = (N + Kernel::BN - 1) / Kernel::BN;
+  const auto policy = typename Kernel::Policy(batches * row_blocks * col_blocks, Kernel::threads)
+                          .set_scratch_size(0, Kokkos::PerTeam(Kernel::scratch_bytes()));
+  Kokkos::parallel_for("ptk::matmul_forward", policy,
+                       Kernel{c, a, b, trans_a, trans_b, alpha, beta, M, N, K, row_blocks, col_blocks});
+}
+
+}  // namespace ptk::kernels

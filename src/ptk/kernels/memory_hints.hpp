@@ -1,0 +1,102 @@
+#pragma once
+// How kernels touch memory where the target decides the instruction, and nothing else: the host's
+// software prefetch ahead of a stream and non-temporal (streaming) stores for outputs too large for
+// the cache (no-ops on a GPU and in device passes; the x86 intrinsics appear only here), and the
+// GPU's 16-byte vector loads from team scratch (plain loads on the host).
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+#include <cstdint>
+// Streaming stores (store_block) use x86 intrinsics: only in plain host compilers (not under nvcc
+// or hipcc, whose GPU builds keep plain stores on the host too).
+#if defined(__SSE__) && !defined(__CUDACC__) && !defined(__HIPCC__)
+#define PTK_STREAMING_STORES 1
+#include <immintrin.h>
+#endif
+
+namespace ptk::kernels {
+
+constexpr int line_floats = 16;  // floats in a 64-byte cache line
+
+// A hint to fetch the cache line `Traits::prefetch_distance` floats past row + j; ForWrite: for
+// writing (prefetchw), so a later store finds its line already owned. A no-op where the distance
+// is 0, and in device code. The address is formed as an integer: it may lie past the row, even
+// past the allocation, which a prefetch tolerates but pointer arithmetic would not.
+
+template <class Traits, bool ForWrite = false>
+KOKKOS_FORCEINLINE_FUNCTION void prefetch_ahead(const float* row, int j) {
+#if !defined(__CUDA_ARCH__) && !defined(__HIP_DEVICE_COMPILE__)
+  if constexpr (Traits::prefetch_distance > 0)
+    __builtin_prefetch(reinterpret_cast<const void*>(reinterpret_cast<std::uintptr_t>(row + j) +
+                                                     Traits::prefetch_distance * sizeof(float)),
+                       ForWrite ? 1 : 0);
+#else
+  (void)row;
+  (void)j;
+#endif
+}
+
+// The prefetches of one block [b, b + W) of a pipelined sweep: `stream` (the row read from memory)
+// and, for writing, y (the row written; none with streaming stores, which do not read their
+// lines), each prefetch_distance ahead, one hint a cache line.
+template <class Traits, int W>
+KOKKOS_FORCEINLINE_FUNCTION void prefetch_block(const float* stream, const float* y, int b, bool streaming = false) {
+  for (int q = 0; q < W; q += line_floats) {
+    prefetch_ahead<Traits>(stream, b + q);
+    if (!streaming) prefetch_ahead<Traits, true>(y, b + q);
+  }
+}
+
+// y[l * V] = o[l] for the L values of one block of vector lane v (y points at its first column).
+// With `streaming` on the host, a 64-byte-aligned block of 16 floats goes out as non-temporal
+// stores (see Rows::stream_store_bytes in tuning.hpp), with the widest the build's ISA has; anything else
+// (GPU, other block shapes, an unaligned row) is plain stores. Streaming stores are weakly ordered:
+// a kernel that issued them ends with streaming_fence() before its results are read.
+template <class Traits, int L>
+KOKKOS_FORCEINLINE_FUNCTION void store_block(float* y, const float (&o)[L], bool streaming) {
+#if defined(PTK_STREAMING_STORES)
+  if constexpr (Traits::host && Traits::vector_length == 1 && L == line_floats) {
+    if (streaming && (reinterpret_cast<std::uintptr_t>(y) & 63) == 0) {
+#if defined(__AVX512F__)
+      _mm512_stream_ps(y, _mm512_loadu_ps(o));
+#elif defined(__AVX__)
+      _mm256_stream_ps(y, _mm256_loadu_ps(o));
+      _mm256_stream_ps(y + 8, _mm256_loadu_ps(o + 8));
+#else
+      for (int q = 0; q < L; q += 4) _mm_stream_ps(y + q, _mm_loadu_ps(o + q));
+#endif
+      return;
+    }
+  }
+#else
+  (void)streaming;
+#endif
+  for (int l = 0; l < L; ++l) y[l * Traits::vector_length] = o[l];
+}
+
+// Orders a thread's streaming stores before whatever follows (an sfence on the host; nothing where
+// store_block never streams).
+template <class Traits>
+KOKKOS_FORCEINLINE_FUNCTION void streaming_fence(bool streaming) {
+#if defined(PTK_STREAMING_STORES)
+  if (Traits::host && streaming) _mm_sfence();
+#else
+  (void)streaming;
+#endif
+}
+// dst[0..4) = src[0..4), src 16-byte aligned: one 128-bit load (LDS.128 from shared memory) in a
+// CUDA or HIP device pass, four scalar loads elsewhere (which the host compiler vectorizes as it
+// sees fit).
+KOKKOS_FORCEINLINE_FUNCTION void load4(float* dst, const float* src) {
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
+  const float4 v = *reinterpret_cast<const float4*>(src);
+  dst[0] = v.x;
+  dst[1] = v.y;
+  dst[2] = v.z;
+  dst[3] = v.w;
+#else
+  for (int i = 0; i < 4; ++i) dst[i] = src[i];
+#endif
+}
+
+}  // namespace ptk::kernels

@@ -1,0 +1,201 @@
+#pragma once
+// Every per-space choice of every kernel, and nothing else: how rows, GEMM tiles, attention tiles
+// and column sums map onto a team, side by side for the host and for a GPU. A kernel takes its
+// tuning as a template parameter (`class Tune = Tuning<Space>`, the space's own); Tune::rows,
+// Tune::matmul, Tune::attention and Tune::columns are its geometries. Measurements behind the host
+// numbers are in docs/design.md and docs/benchmarks.md; the GPU mapping is explained there too.
+//
+// Test builds define PTK_GPU_GEOMETRY_ON_HOST (the ptk_tests_gpu_geometry suite): OpenMP then
+// runs the GPU tuning, with teams of at most emulated_gpu_team threads, so every GPU code path (team
+// barriers, thread-owned register tiles, cooperative copies, vector lanes) is tested on the CPU.
+#include <Kokkos_Core.hpp>
+
+#include <cstddef>
+#include <type_traits>
+
+#include "ptk/core/compat.hpp"
+
+namespace ptk::kernels {
+
+constexpr int min_int(int a, int b) { return a < b ? a : b; }
+
+// ---- Row ops (softmax, layernorm, rmsnorm) and the elementwise activations -------------------------
+// A team sweeps `rows_per_team` rows; TeamThreadRange hands each row to one thread (host: the team
+// is one OpenMP thread that walks its rows in turn; GPU: one warp per row). Within a row, the
+// thread's `vector_length` ThreadVectorRange lanes each keep `lanes` partial sums, and column j of a
+// block of `lanes * vector_length` columns belongs to partial (l, v) with
+// j = block + l * vector_length + v. Host (vector_length 1, lanes 32): a fixed-size local array
+// over 32 consecutive columns, two AVX-512 registers; GPU (vector_length 32, lanes 1): one register
+// per warp lane with coalesced loads.
+struct HostRows {
+  static constexpr bool host = true;
+  static constexpr int rows_per_team = 8;  // amortizes a team's dispatch over short rows
+  static constexpr int team_size = 1;
+  static constexpr int vector_length = 1;
+  static constexpr int lanes = 32;  // partial sums per vector lane
+  // The forward layernorm / rmsnorm / softmax sweeps: 16 slots, one AVX-512 vector a partial, so
+  // lane_sum2_map's 6 partial vectors stay in registers.
+  static constexpr int norm_lanes = 16;
+  static constexpr int elementwise_block = 32;  // elements per iteration of gelu / silu (vectorized)
+  static constexpr int chunk_blocks = 8;  // blocks summed plainly before a compensated add (lane_sum)
+  // How far ahead a sweep that streams a row from memory prefetches its lines, in floats (4 KB).
+  static constexpr int prefetch_distance = 1024;
+  // Outputs at least this large are written with non-temporal stores by the pipelined forwards
+  // (store_block): they cannot stay in the last-level cache anyway, and an ordinary store first
+  // reads its line (read-for-ownership). 32 MiB: this machine's L3.
+  static constexpr std::size_t stream_store_bytes = std::size_t(32) << 20;
+  // Rows a team takes in the software-pipelined forwards: teams_per_thread teams a thread, each a
+  // long run of rows (the pipeline restarts at each team).
+  static constexpr int pipeline_teams_per_thread = 4;
+};
+
+struct GpuRows {
+  static constexpr bool host = false;
+  static constexpr int rows_per_team = 4;
+  static constexpr int team_size = 4;  // one warp per row, 4 warps a block
+  static constexpr int vector_length = 32;
+  static constexpr int lanes = 1;
+  static constexpr int norm_lanes = 1;
+  static constexpr int elementwise_block = 1;  // one element a thread: coalesced
+  static constexpr int chunk_blocks = 8;
+  static constexpr int prefetch_distance = 0;  // other resident warps hide the latency
+  static constexpr std::size_t stream_store_bytes = 0;  // never
+  static constexpr int pipeline_teams_per_thread = 0;  // a team keeps rows_per_team rows (a row a warp)
+};
+
+// ---- GEMM (matmul.hpp) -----------------------------------------------------------------------------
+// Host: the blocked Goto-style kernel (MatmulBlocked). A team is one thread and a block a cache
+// block in level-1 scratch: packed A (<= 576 KB) stays in L2, the B panel (<= 1.5 MB) in L3, one
+// 48 KB B micro-panel serves all row panels; a 12 x 32 micro-tile is 24 AVX-512 accumulators.
+struct HostMatmul {
+  static constexpr bool register_tiled = false;
+  static constexpr int micro_rows = 12, micro_cols = 32;
+  static constexpr int block_rows = 384, block_cols = 1024, slab = 384;
+  static constexpr int team_size = 1;
+  static constexpr int scratch_level = 1;
+  static constexpr int chunk = 64;  // k summed plainly in registers before it is added to the tile
+};
+
+// GPU: the register-tiled kernel (MatmulRegisterTiled). A 128 x 64 block of C per thread block of
+// 256 threads; each thread owns an 8 x 4 tile of C in registers for all of K (two sets: the sum
+// of the current `chunk` k-steps and the running total, so no fp32 partial sum is deeper than
+// chunk + K / chunk). Per 16-deep slab, all threads copy A's and B's slab into shared memory
+// (coalesced, k-major, rows padded by 4 floats so that the float4 reads of a quarter warp hit
+// distinct banks), synchronize, and each k-step reads 2 float4 of A and 1 of B for 32 FMAs.
+// launch_min_blocks = 2 caps registers at 128 a thread (two blocks, 16 warps an SM: 25 %).
+// On the emulating host (PTK_GPU_GEOMETRY_ON_HOST), a team of `team_size` < 256 threads keeps
+// the same block and tiles, each thread owning 256 / team_size of them.
+template <int MaxTeam>
+struct GpuMatmul {
+  static constexpr bool register_tiled = true;
+  static constexpr int micro_rows = 8, micro_cols = 4;
+  static constexpr int block_rows = 128, block_cols = 64, slab = 16;
+  static constexpr int threads = (block_rows / micro_rows) * (block_cols / micro_cols);  // 256
+  static constexpr int team_size = min_int(threads, MaxTeam);
+  static constexpr int tiles_per_thread = threads / team_size;
+  static constexpr int pad = 4;  // floats after each k-row of a scratch slab
+  static constexpr int scratch_level = 0;
+  static constexpr int chunk = 256;  // k-steps summed in the chunk registers (a multiple of slab)
+  static constexpr int launch_min_blocks = 2;
+  static_assert(threads % team_size == 0 && chunk % slab == 0, "GpuMatmul: inconsistent tiles");
+};
+
+// ---- Attention (attention_forward.hpp, attention_backward.hpp) --------------------------------------
+// A team owns `query_rows` rows of one head and streams the head's keys through team scratch
+// `key_rows` at a time; a thread owns micro_rows x micro_cols micro-tiles of each product.
+// Host: a team is one thread walking every micro-tile of its block: an 8 x 32 tile is 16 AVX-512
+// accumulators (a 4 x 64 tile measured 1.6x slower). Scratch is level 1 (both host levels are
+// thread-private memory).
+struct HostAttention {
+  static constexpr int query_rows = 128;
+  static constexpr int key_rows = 128;
+  static constexpr int micro_rows = 8;
+  static constexpr int micro_cols = 32;  // divides key_rows; head dims are padded to a multiple of it
+  static constexpr int team_size = 1;
+  static constexpr int lanes = 16;  // independent partial max / sum per row: one AVX-512 vector
+  static constexpr int level0_bytes = 0;
+  // Backward: query rows x keys of one step (both kernels): 224 KB of scratch at D = 64.
+  static constexpr int backward_query_rows = 64;
+  static constexpr int backward_key_rows = 128;
+};
+
+// GPU: 32 x 32 forward tiles, so the forward's scratch (q, output accumulator, k, v: 4 x 8 KB, and
+// the 4 KB score tile) is 36.4 KB at D = 64, inside the 48 KB that Kokkos grants level 0 (shared
+// memory). The backward's tiles still need level 1 at D = 64 (docs/design.md).
+template <int MaxTeam>
+struct GpuAttention {
+  static constexpr int query_rows = 32;
+  static constexpr int key_rows = 32;
+  static constexpr int micro_rows = 2;
+  static constexpr int micro_cols = 4;
+  static constexpr int team_size = min_int(128, MaxTeam);  // (32/2) x (32/4): a score tile a thread
+  static constexpr int lanes = 1;
+  static constexpr int level0_bytes = 48 * 1024;
+  static constexpr int backward_query_rows = 64;
+  static constexpr int backward_key_rows = 32;
+};
+
+// ---- Column sums (bias, dgamma / dbeta, dweight; column_sums.hpp) --------------------------------
+// Rows are cut into blocks, a team a block, a partial row per team thread; a second pass adds the
+// partial rows in order (deterministic). At most `max_partials` partial rows and
+// `max_partial_elements` doubles per summed quantity, with at least `min_rows_per_partial` rows
+// behind each; a partial gathers `chunk_rows` rows in fp32 before it adds them in double.
+// `final_block`: columns a work item of the final pass sums (host: 32, vectorized; GPU: 1).
+struct HostColumns {
+  static constexpr int max_partials = 128;
+  static constexpr int max_partial_elements = 1 << 18;
+  static constexpr int min_rows_per_partial = 16;
+  static constexpr int chunk_rows = 8;
+  static constexpr int final_block = 32;
+  static constexpr int bias_columns = 16;  // bias_backward: columns a work item (one cache line a row)
+};
+
+struct GpuColumns {
+  static constexpr int max_partials = 2048;
+  static constexpr int max_partial_elements = 1 << 21;
+  static constexpr int min_rows_per_partial = 4;
+  static constexpr int chunk_rows = 8;
+  static constexpr int final_block = 1;
+  static constexpr int bias_columns = 1;
+};
+
+// ---- The tunings -------------------------------------------------------------------------------------
+struct HostTuning {
+  static constexpr bool host = true;
+  using rows = HostRows;
+  using matmul = HostMatmul;
+  using attention = HostAttention;
+  using columns = HostColumns;
+};
+
+// MaxTeam: the largest team the space runs (1024 on a GPU; emulated_gpu_team on the host).
+template <int MaxTeam>
+struct GpuTuning {
+  static constexpr bool host = false;
+  static constexpr int max_team = MaxTeam;
+  using rows = GpuRows;
+  using matmul = GpuMatmul<MaxTeam>;
+  using attention = GpuAttention<MaxTeam>;
+  using columns = GpuColumns;
+};
+
+// Teams of the GPU geometry on the emulating host: 16 OpenMP threads a team (an oversubscribed team
+// barrier costs ~46 us with 16 threads on 2 cores, ~230 us with 64).
+constexpr int emulated_gpu_team = 16;
+
+template <class Space>
+struct DefaultTuning {
+  using type = std::conditional_t<is_host_space_v<Space>, HostTuning, GpuTuning<1024>>;
+};
+#if defined(PTK_GPU_GEOMETRY_ON_HOST) && defined(KOKKOS_ENABLE_OPENMP)
+template <>
+struct DefaultTuning<Kokkos::OpenMP> {
+  using type = GpuTuning<emulated_gpu_team>;
+};
+#endif
+
+// The space's own tuning: what every kernel uses unless told otherwise.
+template <class Space>
+using Tuning = typename DefaultTuning<Space>::type;
+
+}  // namespace ptk::kernels
