@@ -21,7 +21,11 @@
 
 namespace ptk::test {
 
-// Every execution space the build enables; each parity test runs on all of them.
+// Every execution space the build enables; each parity test runs on all of them. The GPU-geometry
+// suite (PTK_GPU_GEOMETRY_ON_HOST) tests OpenMP alone: it is the space that runs the GPU tuning.
+#if defined(PTK_GPU_GEOMETRY_ON_HOST)
+using Spaces = std::tuple<Kokkos::OpenMP>;
+#else
 using Spaces = std::tuple<
 #if defined(KOKKOS_ENABLE_CUDA)
     Kokkos::Cuda,
@@ -33,6 +37,7 @@ using Spaces = std::tuple<
     Kokkos::OpenMP,
 #endif
     Kokkos::Serial>;
+#endif
 
 template <class T>
 struct Type {
