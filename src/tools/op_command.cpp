@@ -228,7 +228,7 @@ std::vector<io::NpyArray> run(const OpSpec& op, const OpInputs& inputs, const Se
   if (n == "cross_entropy" || n == "cross_entropy_backward") {
     const auto targets = to_index_view<Space>(inputs.ids[1]);
     const auto r = ops::cross_entropy<Space>(in[0], targets, ignore);
-    if (n == "cross_entropy") return {io::NpyArray{{}, {r.loss}}, host(r.losses), host(r.lse)};
+    if (n == "cross_entropy") return {io::NpyArray{{}, {r.loss_value()}}, host(r.losses), host(r.lse)};
     Tensor<Space> dlogits(in[0].shape(), "ptk::dlogits");
     ops::cross_entropy_backward<Space>(dlogits, set.number("dloss", 1.0f), in[0], r.lse, targets, r.counted, ignore);
     return {host(dlogits)};

@@ -128,6 +128,8 @@ int train_command(const Args& args) {
             << (o.load.empty() ? "" : ", from " + o.load + " (step " + std::to_string(start_step) + (resumed ? ", with optimizer state)" : ")"))
             << "\n";
 
+  // Steps (and the evaluation's batches) reuse their buffers: after the first step, none allocates.
+  ag::ReuseBuffers reuse;
   int step = start_step;
   if (!o.eval_only && o.steps > 0) {
     std::cout << "train  " << o.steps << " steps of " << o.batch << " x " << T << " tokens, lr " << o.lr

@@ -1,6 +1,7 @@
 // The differentiable ops: argument checks, the kernels' calls on the arguments' space, and the backward nodes.
 #include "ptk/autograd/functions.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <initializer_list>
 #include <optional>
@@ -45,6 +46,17 @@ void check_ids_device(const char* op, const char* name, const Ids& ids, Device d
   if (ids.device() != device)
     require(false, op, ": ", name, " ", to_string(ids.shape()), " is on ", describe(ids.device()),
             " but the tensors are on ", describe(device));
+}
+
+// Every id in [0, limit) or equal to `allowed`, checked on the ids' host copy (no device read-back).
+void check_ids_range(const char* op, const char* what, const Ids& ids, std::int64_t limit, std::int64_t allowed,
+                     const char* against, const Shape& against_shape) {
+  const auto& host = ids.host_values();
+  for (std::size_t n = 0; n < host.size(); ++n)
+    if ((host[n] < 0 || host[n] >= limit) && host[n] != allowed)
+      require(false, op, ": ", what, " ", host[n], " at position ", n, " is outside [0, ", limit, ")",
+              allowed == limit ? "" : " and is not ignore_index " + std::to_string(allowed), " (", against, " shape ",
+              to_string(against_shape), ")");
 }
 
 template <class S>
@@ -93,7 +105,7 @@ Var add(const Var& a, const Var& b) {
   require(a.shape() == b.shape(), "add: a has shape ", to_string(a.shape()), " but b has shape ", to_string(b.shape()));
   return on_device(device, [&](auto tag) {
     using S = typename decltype(tag)::type;
-    Tensor<S> y(a.shape(), "ptk::add");
+    auto y = Tensor<S>::uninitialized(a.shape(), "ptk::add");
     kernels::add_forward<S>(y.flat(), data_of<S>(a).flat(), data_of<S>(b).flat());
     return result<S>("add", y, device, {a, b}, [ia = a.shared(), ib = b.shared()](VarImpl& out) {
       const auto& g = out_grad<S>(out);
@@ -177,9 +189,10 @@ Var embedding(const Ids& ids, const Var& table) {
   return on_device(device, [&](auto tag) {
     using S = typename decltype(tag)::type;
     const auto idv = ids_view<S>(ids);
-    Tensor<S> y = ops::embedding(idv, data_of<S>(table), ids.shape());
+    check_ids_range("embedding", "token id", ids, table.shape()[0], table.shape()[0], "table", table.shape());
+    Tensor<S> y = ops::embedding(idv, data_of<S>(table), ids.shape(), ops::IdsChecked::yes);
     return result<S>("embedding", y, device, {table}, [it = table.shared(), idv](VarImpl& out) {
-      ops::embedding_backward(grad_of<S>(*it), out_grad<S>(out), idv);
+      ops::embedding_backward(grad_of<S>(*it), out_grad<S>(out), idv, ops::IdsChecked::yes);
     });
   });
 }
@@ -197,16 +210,17 @@ Var causal_self_attention(const Var& qkv, int n_head) {
     const auto as_rows = [](const Tensor<S>& t) { return Tensor3<S>(t.data(), t.dim(0), t.dim(1), t.dim(2)); };
     const auto as_heads = [](const Tensor<S>& t) { return Tensor4<S>(t.data(), t.dim(0), t.dim(1), t.dim(2), t.dim(3)); };
     const Tensor3<S> rows = as_rows(data_of<S>(qkv));
-    Tensor<S> q({B, H, T, D}, "ptk::q"), k({B, H, T, D}, "ptk::k"), v({B, H, T, D}, "ptk::v");
+    auto q = Tensor<S>::uninitialized({B, H, T, D}, "ptk::q"), k = Tensor<S>::uninitialized({B, H, T, D}, "ptk::k"),
+         v = Tensor<S>::uninitialized({B, H, T, D}, "ptk::v");
     kernels::split_heads<S>(as_heads(q), rows, 0);
     kernels::split_heads<S>(as_heads(k), rows, static_cast<int>(C));
     kernels::split_heads<S>(as_heads(v), rows, static_cast<int>(2 * C));
     auto r = ops::attention(q, k, v, std::nullopt, /*causal=*/true);
-    Tensor<S> y({B, T, C}, "ptk::attention_rows");
+    auto y = Tensor<S>::uninitialized({B, T, C}, "ptk::attention_rows");
     kernels::merge_heads<S>(as_rows(y), as_heads(r.out), 0, false);
     return result<S>("causal_self_attention", y, device, {qkv},
                      [iq = qkv.shared(), q, k, v, o = r.out, lse = r.lse, as_rows, as_heads, C](VarImpl& out) {
-                       Tensor<S> dout(o.shape(), "ptk::attention_dout");
+                       auto dout = Tensor<S>::uninitialized(o.shape(), "ptk::attention_dout");
                        kernels::split_heads<S>(as_heads(dout), as_rows(out_grad<S>(out)), 0);
                        Tensor<S> dq(q.shape(), "ptk::dq"), dk(k.shape(), "ptk::dk"), dv(v.shape(), "ptk::dv");
                        ops::attention_backward(dq, dk, dv, dout, q, k, v, o, lse, std::nullopt, true);
@@ -225,12 +239,12 @@ Var cross_entropy(const Var& logits, const Ids& targets, int ignore_index) {
     using S = typename decltype(tag)::type;
     const Tensor<S> tl = data_of<S>(logits);
     const auto tv = ids_view<S>(targets);
-    auto r = ops::cross_entropy(tl, tv, ignore_index);
-    Tensor<S> loss = Tensor<S>::from_host({1}, std::vector<float>{r.loss});
-    return result<S>("cross_entropy", loss, device, {logits},
+    check_ids_range("cross_entropy", "target", targets, logits.shape().back(), ignore_index, "logits", logits.shape());
+    auto r = ops::cross_entropy(tl, tv, ignore_index, ops::IdsChecked::yes);
+    return result<S>("cross_entropy", r.loss, device, {logits},
                      [il = logits.shared(), tl, tv, lse = r.lse, counted = r.counted, ignore_index](VarImpl& out) {
-                       const float dloss = out_grad<S>(out).to_vector()[0];
-                       ops::cross_entropy_backward(grad_of<S>(*il), dloss, tl, lse, tv, counted, ignore_index);
+                       ops::cross_entropy_backward<S>(grad_of<S>(*il), out_grad<S>(out), tl, lse, tv, counted, ignore_index,
+                                                      ops::IdsChecked::yes);
                      });
   });
 }
@@ -252,26 +266,59 @@ Var sum_product(const Var& a, const Var& b) {
   });
 }
 
-double grad_squared_norm(const Var& param) {
-  if (!param.has_grad()) return 0.0;
-  return on_device(param.device(), [&](auto tag) {
+// GradNorm's device table: the gradient buffers cut into chunks (kernels::GradChunk), and a double
+// partial sum per chunk.
+template <class S>
+struct GradTable {
+  std::vector<kernels::GradChunk> host;
+  Kokkos::View<kernels::GradChunk*, S> chunks;
+  Kokkos::View<double*, S> partial;
+};
+
+GradNorm::GradNorm(std::vector<Var> params) : params_(std::move(params)) {
+  require(!params_.empty(), "GradNorm: no parameters");
+  for (const auto& p : params_) check_args("GradNorm", {{"param", params_.front()}, {"param", p}});
+}
+
+void GradNorm::operator()(const Var& stats, float max_norm) {
+  require(stats.numel() >= 2, "GradNorm: stats has shape ", to_string(stats.shape()), "; it needs 2 values");
+  check_args("GradNorm", {{"param", params_.front()}, {"stats", stats}});
+  on_device(stats.device(), [&](auto tag) {
     using S = typename decltype(tag)::type;
-    const auto g = param.impl().grad.get<S>().flat();
-    return kernels::dot<S>(g, g);
+    std::vector<kernels::GradChunk> chunks;
+    for (const auto& p : params_) {
+      if (!p.has_grad()) continue;
+      const auto& g = p.impl().grad.get<S>();
+      for (std::int64_t at = 0; at < g.numel(); at += kernels::grad_chunk_size)
+        chunks.push_back({g.data() + at, static_cast<int>(std::min<std::int64_t>(kernels::grad_chunk_size, g.numel() - at))});
+    }
+    if (!table_) table_ = std::make_shared<GradTable<S>>();
+    auto& table = *std::static_pointer_cast<GradTable<S>>(table_);
+    const auto same = [](const kernels::GradChunk& a, const kernels::GradChunk& b) { return a.data == b.data && a.size == b.size; };
+    if (chunks.size() != table.host.size() || !std::equal(chunks.begin(), chunks.end(), table.host.begin(), same)) {
+      // The first step (gradients are created by the first backward) or a change of parameters.
+      table.host = chunks;
+      table.chunks = Kokkos::View<kernels::GradChunk*, S>("ptk::grad_chunks", chunks.size());
+      table.partial = Kokkos::View<double*, S>("ptk::grad_partials", chunks.size());
+      Kokkos::deep_copy(table.chunks, Kokkos::View<const kernels::GradChunk*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
+                                          chunks.data(), chunks.size()));
+    }
+    kernels::global_norm<S>(data_of<S>(stats).flat(), table.partial, table.chunks, max_norm);
   });
 }
 
-void adamw_update(const Var& param, const Var& m, const Var& v, const AdamwStep& step) {
-  const Device device = check_args("adamw_update", {{"param", param}, {"m", m}, {"v", v}});
+void adamw_update(const Var& param, const Var& m, const Var& v, const AdamwStep& step, const Var& stats) {
+  const Device device = check_args("adamw_update", {{"param", param}, {"m", m}, {"v", v}, {"stats", stats}});
   require(m.shape() == param.shape() && v.shape() == param.shape(), "adamw_update: param ", to_string(param.shape()),
           ", m ", to_string(m.shape()), " and v ", to_string(v.shape()), " must have one shape");
+  require(stats.numel() >= 2, "adamw_update: stats has shape ", to_string(stats.shape()), "; it needs 2 values");
   require(param.has_grad(), "adamw_update: param ", to_string(param.shape()), " has no gradient (call backward first)");
   on_device(device, [&](auto tag) {
     using S = typename decltype(tag)::type;
-    const kernels::AdamwStep k{step.lr,         step.beta1,       step.beta2,       step.eps,
-                               step.weight_decay, step.correction1, step.correction2, step.grad_scale};
+    const kernels::AdamwStep k{step.lr,           step.beta1,       step.beta2,      step.eps,
+                               step.weight_decay, step.correction1, step.correction2};
     kernels::adamw_update<S>(data_of<S>(param).flat(), data_of<S>(m).flat(), data_of<S>(v).flat(),
-                             param.impl().grad.get<S>().flat(), k);
+                             param.impl().grad.get<S>().flat(), k, data_of<S>(stats).flat());
   });
 }
 

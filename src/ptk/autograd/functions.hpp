@@ -2,6 +2,9 @@
 // The differentiable ops the model is written in (no Kokkos here). Each checks its arguments once, with an error
 // that names the op, the argument and the shapes, runs ptk's kernels on the arguments' device and, when a
 // gradient is wanted, records how to send gradients back to its inputs.
+#include <memory>
+#include <vector>
+
 #include "ptk/autograd/variable.hpp"
 
 namespace ptk::ag {
@@ -20,14 +23,28 @@ Var causal_self_attention(const Var& qkv, int n_head);
 Var cross_entropy(const Var& logits, const Ids& targets, int ignore_index = -100);
 Var sum_product(const Var& a, const Var& b);                          // Σ a ∘ b, shape [1]
 
-// The optimizer's kernels, applied to a parameter and its state outside any graph.
-double grad_squared_norm(const Var& param);  // Σ grad², 0 when no gradient has reached it
+// The optimizer's kernels, applied to parameters and their state outside any graph. Nothing is read back:
+// the gradient norm and the clipping factor stay on the device.
+
+// The global gradient norm of a fixed list of parameters, in one pass over all their gradients
+// (a parameter no gradient has reached counts 0): stats[0] = norm, stats[1] = min(1, max_norm / norm)
+// (1 when max_norm <= 0). Keeps a device table of the gradient buffers, rebuilt only when they change.
+class GradNorm {
+ public:
+  explicit GradNorm(std::vector<Var> params);
+  void operator()(const Var& stats, float max_norm);
+
+ private:
+  std::vector<Var> params_;
+  std::shared_ptr<void> table_;  // the device table (functions.cpp)
+};
+
 struct AdamwStep {
   float lr, beta1, beta2, eps, weight_decay;
   float correction1, correction2;  // 1 - β1^t, 1 - β2^t
-  float grad_scale;                // gradient clipping: min(1, max_norm / global norm)
 };
-// param -= AdamW step from param's gradient; m and v (shaped as param) are updated in place.
-void adamw_update(const Var& param, const Var& m, const Var& v, const AdamwStep& step);
+// param -= AdamW step from param's gradient scaled by stats[1] (GradNorm's clipping factor); m and v
+// (shaped as param) are updated in place.
+void adamw_update(const Var& param, const Var& m, const Var& v, const AdamwStep& step, const Var& stats);
 
 }  // namespace ptk::ag

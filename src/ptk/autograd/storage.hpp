@@ -65,7 +65,9 @@ struct VarImpl {
 struct IdsImpl {
   Shape shape;
   Device device = Device::host;
-  PerSpace<IndexVector<HostSpace>, IndexVector<DeviceSpace>> values;
+  std::vector<int> host;  // the same ids on the host, for range checks without a device read-back
+  // values may point into a buffer shared with other Ids (Ids::from_vectors); owner keeps it alive.
+  PerSpace<IndexVector<HostSpace>, IndexVector<DeviceSpace>> values, owner;
 };
 
 template <class S>
@@ -73,11 +75,12 @@ Tensor<S>& data_of(const Var& v) {
   return v.impl().data.get<S>();
 }
 
-// The gradient of v, allocated (zero) when it is first needed.
+// The gradient of v, allocated (zero) when it is first needed. A leaf's (a parameter's) lives across
+// steps, so it never takes a buffer from the reuse cache.
 template <class S>
 Tensor<S>& grad_of(VarImpl& v) {
   auto& g = v.grad.get<S>();
-  if (!g.defined()) g = Tensor<S>(v.shape, "ptk::grad");
+  if (!g.defined()) g = v.grad_fn ? Tensor<S>(v.shape, "ptk::grad") : Tensor<S>::persistent(v.shape, "ptk::leaf_grad");
   return g;
 }
 

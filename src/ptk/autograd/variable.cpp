@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "ptk/autograd/storage.hpp"
+#include "ptk/core/buffer_pool.hpp"
 
 namespace ptk::ag {
 
@@ -84,8 +85,9 @@ std::vector<float> Var::grad() const {
 // Zero-filled in place rather than freed: the next step's gradient reuses the allocation.
 void Var::zero_grad() const {
   on_device(device(), [&](auto tag) {
-    auto& g = impl().grad.get<typename decltype(tag)::type>();
-    if (g.defined()) Kokkos::deep_copy(g.storage(), 0.0f);
+    using S = typename decltype(tag)::type;
+    auto& g = impl().grad.get<S>();
+    if (g.defined()) fill<S>(g.storage(), 0.0f);
   });
 }
 
@@ -113,7 +115,7 @@ void Var::backward() const {
 
   on_device(device(), [&](auto tag) {
     using S = typename decltype(tag)::type;
-    Kokkos::deep_copy(grad_of<S>(*impl_).storage(), 1.0f);
+    fill<S>(grad_of<S>(*impl_).storage(), 1.0f);
   });
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     VarImpl& var = **it;
@@ -125,20 +127,34 @@ void Var::backward() const {
 }
 
 Ids Ids::from_vector(const Shape& shape, const std::vector<int>& values, Device device) {
-  require(static_cast<std::int64_t>(values.size()) == element_count(shape) && !values.empty(), "ptk::ag::Ids: ",
-          values.size(), " values for shape ", to_string(shape));
-  Ids ids;
-  ids.impl_ = std::make_shared<IdsImpl>();
-  ids.impl_->shape = shape;
-  ids.impl_->device = canonical(device);
-  on_device(ids.impl_->device, [&](auto tag) {
+  return from_vectors(shape, {&values}, device)[0];
+}
+
+std::vector<Ids> Ids::from_vectors(const Shape& shape, const std::vector<const std::vector<int>*>& parts, Device device) {
+  const auto n = static_cast<std::size_t>(element_count(shape));
+  for (const auto* part : parts)
+    require(part->size() == n && n > 0, "ptk::ag::Ids: ", part->size(), " values for shape ", to_string(shape));
+  std::vector<int> all;
+  all.reserve(n * parts.size());
+  for (const auto* part : parts) all.insert(all.end(), part->begin(), part->end());
+  std::vector<Ids> out;
+  on_device(canonical(device), [&](auto tag) {
     using S = typename decltype(tag)::type;
-    IndexVector<S> v("ptk::ids", values.size());
-    Kokkos::deep_copy(v, Kokkos::View<const int*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
-                             values.data(), values.size()));
-    ids.impl_->values.get<S>() = v;
+    const auto buffer = work_view<IndexVector<S>>("ptk::ids", all.size());
+    Kokkos::deep_copy(buffer, Kokkos::View<const int*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
+                                  all.data(), all.size()));
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      Ids ids;
+      ids.impl_ = std::make_shared<IdsImpl>();
+      ids.impl_->shape = shape;
+      ids.impl_->device = canonical(device);
+      ids.impl_->host = *parts[i];
+      ids.impl_->owner.get<S>() = buffer;
+      ids.impl_->values.get<S>() = IndexVector<S>(buffer.data() + i * n, n);  // unmanaged: owner holds the buffer
+      out.push_back(std::move(ids));
+    }
   });
-  return ids;
+  return out;
 }
 
 IdsImpl& Ids::impl() const {
@@ -147,6 +163,37 @@ IdsImpl& Ids::impl() const {
 }
 const Shape& Ids::shape() const { return impl().shape; }
 Device Ids::device() const { return impl().device; }
+const std::vector<int>& Ids::host_values() const { return impl().host; }
+
+ReuseBuffers::ReuseBuffers() : scope_(std::make_unique<ptk::ReuseBuffers>()) {}
+ReuseBuffers::~ReuseBuffers() = default;
+
+std::vector<std::vector<float>> read_together(const std::vector<Var>& vars) {
+  require(!vars.empty(), "ptk::ag::read_together: no Vars");
+  std::int64_t total = 0;
+  for (const auto& v : vars) total += v.numel();
+  std::vector<std::vector<float>> out;
+  on_device(vars.front().device(), [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    auto all = Tensor<S>::uninitialized({total}, "ptk::read_together");
+    std::size_t offset = 0;
+    for (const auto& v : vars) {
+      require(v.device() == vars.front().device(), "ptk::ag::read_together: Vars on ", describe(vars.front().device()),
+              " and ", describe(v.device()));
+      const auto n = static_cast<std::size_t>(v.numel());
+      copy_values<S>(Vector<S>(all.data() + offset, n), data_of<S>(v).flat());
+      offset += n;
+    }
+    const auto host = all.to_vector();
+    offset = 0;
+    for (const auto& v : vars) {
+      const auto n = static_cast<std::size_t>(v.numel());
+      out.emplace_back(host.begin() + static_cast<std::ptrdiff_t>(offset), host.begin() + static_cast<std::ptrdiff_t>(offset + n));
+      offset += n;
+    }
+  });
+  return out;
+}
 
 bool grad_enabled() { return g_grad_enabled; }
 NoGrad::NoGrad() : previous_(g_grad_enabled) { g_grad_enabled = false; }

@@ -17,6 +17,10 @@
 
 #include "ptk/core/error.hpp"
 
+namespace ptk {
+class ReuseBuffers;
+}
+
 namespace ptk::ag {
 
 // host: Kokkos' default host execution space (OpenMP or Serial); device: the default execution space, a
@@ -63,14 +67,20 @@ class Var {
   std::shared_ptr<VarImpl> impl_;
 };
 
-// Integer tensor of token ids or class targets.
+// Integer tensor of token ids or class targets. It keeps its host copy, so ops check the ids' range on the
+// host instead of reading a reduction back from the device.
 class Ids {
  public:
   Ids() = default;
   static Ids from_vector(const Shape& shape, const std::vector<int>& values, Device device);
+  // Several id tensors of one shape, uploaded to the device in a single copy (a training step's inputs and
+  // targets).
+  static std::vector<Ids> from_vectors(const Shape& shape, const std::vector<const std::vector<int>*>& parts,
+                                       Device device);
   bool defined() const { return impl_ != nullptr; }
   const Shape& shape() const;
   Device device() const;
+  const std::vector<int>& host_values() const;
   IdsImpl& impl() const;
 
  private:
@@ -78,6 +88,24 @@ class Ids {
 };
 
 bool grad_enabled();
+
+// While alive, the tensors that ops create reuse cached device buffers of the same size instead of
+// allocating (core/buffer_pool.hpp): a training loop holds one, so its steady-state steps allocate
+// nothing. It must end before Kokkos is finalized.
+class ReuseBuffers {
+ public:
+  ReuseBuffers();
+  ~ReuseBuffers();
+  ReuseBuffers(const ReuseBuffers&) = delete;
+  ReuseBuffers& operator=(const ReuseBuffers&) = delete;
+
+ private:
+  std::unique_ptr<ptk::ReuseBuffers> scope_;
+};
+
+// The values of several Vars of one device, read back to the host in one copy (one synchronization):
+// result[i] holds vars[i]'s values.
+std::vector<std::vector<float>> read_together(const std::vector<Var>& vars);
 
 class NoGrad {
  public:

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "ptk/core/buffer_pool.hpp"
 #include "ptk/core/error.hpp"
 
 namespace ptk {
@@ -36,6 +37,25 @@ using IndexVector = Kokkos::View<int*, Kokkos::LayoutRight, Space>;
 template <class Space>
 using ConstIndexVector = Kokkos::View<const int*, Kokkos::LayoutRight, Space>;
 
+// v[i] = value for every i, asynchronously on a GPU (no fence, unlike deep_copy(v, value)).
+template <class Space>
+void fill(const Vector<Space>& v, float value) {
+  Kokkos::parallel_for(
+      "ptk::fill", Kokkos::RangePolicy<Space>(0, v.extent(0)), KOKKOS_LAMBDA(const std::size_t i) { v(i) = value; });
+}
+
+// dst[i] = src[i], asynchronously on a GPU (no fence, unlike deep_copy); the extents must match.
+template <class Space>
+void copy_values(const Vector<Space>& dst, const ConstVector<Space>& src) {
+  Kokkos::parallel_for(
+      "ptk::copy", Kokkos::RangePolicy<Space>(0, dst.extent(0)), KOKKOS_LAMBDA(const std::size_t i) { dst(i) = src(i); });
+}
+
+// Whether a new Tensor's elements are set: zeros, or left as they are for an output that a kernel
+// writes in full. Builds without NDEBUG (the debug preset) fill the latter with NaN, so that an
+// element a kernel fails to write shows up in the parity tests.
+enum class Init { zeros, none };
+
 template <class Space>
 class Tensor {
  public:
@@ -45,15 +65,22 @@ class Tensor {
   Tensor() = default;
 
   // Zero-filled; every dimension must be positive.
-  explicit Tensor(Shape shape, const std::string& label = "ptk::tensor") : shape_(std::move(shape)) {
-    for (auto d : shape_)
-      require(d > 0, "ptk::Tensor: every dimension must be positive, got shape ", to_string(shape_));
-    storage_ = Storage(label, static_cast<std::size_t>(element_count(shape_)));
+  explicit Tensor(Shape shape, const std::string& label = "ptk::tensor") : Tensor(std::move(shape), label, Init::zeros) {}
+  Tensor(Shape shape, const std::string& label, Init init) : Tensor(std::move(shape), label, init, buffers_reused()) {}
+
+  // For an output its kernel overwrites entirely: not zero-filled.
+  static Tensor uninitialized(Shape shape, const std::string& label = "ptk::tensor") {
+    return Tensor(std::move(shape), label, Init::none);
+  }
+  // Zero-filled and never taken from the reuse cache (ReuseBuffers): for what outlives a step, such as
+  // a parameter's gradient (taking a cached buffer for it would leave the next step one short).
+  static Tensor persistent(Shape shape, const std::string& label = "ptk::tensor") {
+    return Tensor(std::move(shape), label, Init::zeros, false);
   }
 
   // Copies host data into a new tensor in Space.
   static Tensor from_host(Shape shape, const float* data) {
-    Tensor t(std::move(shape));
+    Tensor t(std::move(shape), "ptk::tensor", Init::none);
     Kokkos::View<const float*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> src(
         data, static_cast<std::size_t>(t.numel()));
     Kokkos::deep_copy(t.storage_, src);
@@ -107,7 +134,7 @@ class Tensor {
   // A same-shaped copy in another execution space's memory (always a copy, never an alias).
   template <class Dst>
   Tensor<Dst> to() const {
-    Tensor<Dst> out(shape_);
+    Tensor<Dst> out(shape_, "ptk::tensor", Init::none);
     Kokkos::deep_copy(out.storage(), storage_);
     return out;
   }
@@ -120,6 +147,23 @@ class Tensor {
   }
 
  private:
+  Tensor(Shape shape, const std::string& label, Init init, bool cached) : shape_(std::move(shape)) {
+    for (auto d : shape_)
+      require(d > 0, "ptk::Tensor: every dimension must be positive, got shape ", to_string(shape_));
+    const auto n = static_cast<std::size_t>(element_count(shape_));
+    if (cached) {
+      storage_ = BufferPool<Storage>::take(label, n);
+      if (init == Init::zeros) fill<Space>(storage_, 0.0f);
+    } else if (init == Init::zeros) {
+      storage_ = Storage(label, n);
+    } else {
+      storage_ = Storage(Kokkos::view_alloc(Kokkos::WithoutInitializing, label), n);
+    }
+#if !defined(NDEBUG)
+    if (init == Init::none) fill<Space>(storage_, __builtin_nanf(""));
+#endif
+  }
+
   Shape shape_;
   Storage storage_;
 };

@@ -1,7 +1,8 @@
 #pragma once
-// adamw_update: g = grad·grad_scale; m = β1 m + (1-β1) g; v = β2 v + (1-β2) g²;
+// global_norm:  stats[0] = sqrt(Σ over the gradient chunks Σ g²), stats[1] = min(1, max_norm / stats[0]) (1 when
+//               max_norm <= 0): the clipping factor, left on the device for adamw_update.
+// adamw_update: g = grad·stats[1]; m = β1 m + (1-β1) g; v = β2 v + (1-β2) g²;
 //               param -= lr (m / c1 / (sqrt(v / c2) + eps) + weight_decay · param), c1, c2 the bias corrections.
-// (The global gradient norm for clipping is kernels::dot(g, g), add.hpp.)
 #include <Kokkos_Core.hpp>
 
 #include "ptk/core/compat.hpp"
@@ -9,18 +10,55 @@
 
 namespace ptk::kernels {
 
+// A piece of one parameter's gradient. Cutting every gradient into pieces of at most grad_chunk_size
+// floats gives the norm's first pass enough teams on a GPU, and bounds each partial sum's length.
+struct GradChunk {
+  const float* data;
+  int size;
+};
+constexpr int grad_chunk_size = 1 << 16;
+
+// Two passes: a team per chunk sums its squares in double into partial(c); one team then adds the
+// partials in chunk order. The result depends on the chunking alone: the same run to run.
+template <class Space>
+void global_norm(const Vector<Space>& stats, const Kokkos::View<double*, Space>& partial,
+                 const Kokkos::View<GradChunk*, Space>& chunks, float max_norm) {
+  using Team = typename Kokkos::TeamPolicy<Space>::member_type;
+  const int n = static_cast<int>(chunks.extent(0));
+  if (n > 0)
+    Kokkos::parallel_for(
+        "ptk::global_norm_chunks", Kokkos::TeamPolicy<Space>(n, Kokkos::AUTO), KOKKOS_LAMBDA(const Team& team) {
+          const GradChunk chunk = chunks(team.league_rank());
+          double sum = 0.0;
+          Kokkos::parallel_reduce(
+              Kokkos::TeamThreadRange(team, chunk.size),
+              [&](int i, double& s) { s += static_cast<double>(chunk.data[i]) * static_cast<double>(chunk.data[i]); },
+              sum);
+          Kokkos::single(Kokkos::PerTeam(team), [&]() { partial(team.league_rank()) = sum; });
+        });
+  Kokkos::parallel_for(
+      "ptk::global_norm", Kokkos::TeamPolicy<Space>(1, 1), KOKKOS_LAMBDA(const Team& team) {
+        Kokkos::single(Kokkos::PerTeam(team), [&]() {
+          double squares = 0.0;
+          for (int c = 0; c < n; ++c) squares += partial(c);
+          const double norm = compat::sqrt(squares);
+          stats(0) = static_cast<float>(norm);
+          stats(1) = max_norm > 0 && norm > max_norm ? static_cast<float>(max_norm / norm) : 1.0f;
+        });
+      });
+}
+
 struct AdamwStep {
   float lr, beta1, beta2, eps, weight_decay;
   float correction1, correction2;  // 1 - β1^t, 1 - β2^t
-  float grad_scale;                // gradient clipping: min(1, max_norm / norm)
 };
 
 template <class Space>
 void adamw_update(const Vector<Space>& param, const Vector<Space>& m, const Vector<Space>& v,
-                  const ConstVector<Space>& grad, const AdamwStep& s) {
+                  const ConstVector<Space>& grad, const AdamwStep& s, const ConstVector<Space>& stats) {
   Kokkos::parallel_for(
       "ptk::adamw_update", Kokkos::RangePolicy<Space>(0, static_cast<int>(param.extent(0))), KOKKOS_LAMBDA(const int i) {
-        const float g = grad(i) * s.grad_scale;
+        const float g = grad(i) * stats(1);
         const float mi = s.beta1 * m(i) + (1.0f - s.beta1) * g;
         const float vi = s.beta2 * v(i) + (1.0f - s.beta2) * g * g;
         m(i) = mi;

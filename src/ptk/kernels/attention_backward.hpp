@@ -271,7 +271,7 @@ void attention_backward(const Tensor3<Space>& dq, const Tensor3<Space>& dk, cons
   using Q = AttentionBackwardQ<Space, Tune>;
   const int Dp = (D + KV::NR - 1) / KV::NR * KV::NR;
 
-  Matrix<Space> drow(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ptk::attention_drow"), heads, T);
+  auto drow = work_view<Matrix<Space>>("ptk::attention_drow", heads, T);
   Kokkos::parallel_for("ptk::attention_backward_rows", Kokkos::RangePolicy<Space>(0, heads * T),
                        AttentionBackwardRows<Space, Tune>{drow, dout, out, lse, T, D});
   const auto level_for = [](std::size_t bytes) {

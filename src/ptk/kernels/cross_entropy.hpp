@@ -2,6 +2,7 @@
 // cross_entropy_forward:  losses[n] = lse[n] - logits[n, targets[n]], lse[n] = log Σ_v exp(logits[n,v]), for logits[N,V];
 //                         rows whose target is ignore_index get losses[n] = 0; loss = Σ losses / #counted rows.
 // cross_entropy_backward: dlogits[n,v] += dloss · (exp(logits[n,v] - lse[n]) - [v = targets[n]]) / #counted, counted rows only.
+// The loss, #counted and dloss stay in device memory, so a training step reads nothing back here.
 #include <Kokkos_Core.hpp>
 
 #include "ptk/core/compat.hpp"
@@ -48,37 +49,48 @@ struct CrossEntropyForward {
   }
 };
 
-// Returns the mean loss over the counted rows (NaN when every row is ignored, as PyTorch) and
-// writes their number to `counted`. The sum is taken in double, in a fixed order per thread count.
+// loss(0) = the mean of losses over the counted rows (NaN when every row is ignored, as PyTorch) and
+// counted(0) = their number, both left on the device (no read-back). One team sums the rows in a
+// fixed order for a given team size (in double), so the result is the same run to run.
 template <class Space>
-float cross_entropy_forward(const Vector<Space>& losses, const Vector<Space>& lse, int& counted,
-                            const ConstMatrix<Space>& logits, const ConstIndexVector<Space>& targets, int ignore_index) {
+void cross_entropy_forward(const Vector<Space>& losses, const Vector<Space>& lse, const Vector<Space>& loss,
+                           const IndexVector<Space>& counted, const ConstMatrix<Space>& logits,
+                           const ConstIndexVector<Space>& targets, int ignore_index) {
   const int rows = static_cast<int>(logits.extent(0));
   Kokkos::parallel_for("ptk::cross_entropy_forward", Kokkos::TeamPolicy<Space>(rows, Kokkos::AUTO),
                        CrossEntropyForward<Space>{losses, lse, logits, targets, ignore_index});
-  double total = 0.0;
-  Kokkos::parallel_reduce(
-      "ptk::cross_entropy_sum", Kokkos::RangePolicy<Space>(0, rows),
-      KOKKOS_LAMBDA(const int n, double& s) { s += losses(n); }, total);
-  counted = 0;
-  Kokkos::parallel_reduce(
-      "ptk::cross_entropy_count", Kokkos::RangePolicy<Space>(0, rows),
-      KOKKOS_LAMBDA(const int n, int& c) { c += targets(n) != ignore_index ? 1 : 0; }, counted);
-  return static_cast<float>(total / counted);
+  using Team = typename Kokkos::TeamPolicy<Space>::member_type;
+  Kokkos::parallel_for(
+      "ptk::cross_entropy_mean", Kokkos::TeamPolicy<Space>(1, Kokkos::AUTO), KOKKOS_LAMBDA(const Team& team) {
+        double total = 0.0;
+        int count = 0;
+        Kokkos::parallel_reduce(
+            Kokkos::TeamThreadRange(team, rows), [&](int n, double& s) { s += losses(n); }, total);
+        Kokkos::parallel_reduce(
+            Kokkos::TeamThreadRange(team, rows), [&](int n, int& c) { c += targets(n) != ignore_index ? 1 : 0; },
+            count);
+        Kokkos::single(Kokkos::PerTeam(team), [&]() {
+          loss(0) = static_cast<float>(total / count);
+          counted(0) = count;
+        });
+      });
 }
 
+// dlogits += dloss(0) · (softmax - onehot) / counted(0) on counted rows; dloss and counted are read
+// on the device (nothing is added when counted(0) = 0).
 template <class Space>
-void cross_entropy_backward(const Matrix<Space>& dlogits, float dloss, const ConstMatrix<Space>& logits,
-                            const ConstVector<Space>& lse, const ConstIndexVector<Space>& targets, int ignore_index,
-                            int counted) {
+void cross_entropy_backward(const Matrix<Space>& dlogits, const ConstVector<Space>& dloss,
+                            const ConstMatrix<Space>& logits, const ConstVector<Space>& lse,
+                            const ConstIndexVector<Space>& targets, int ignore_index,
+                            const ConstIndexVector<Space>& counted) {
   const int rows = static_cast<int>(logits.extent(0)), vocab = static_cast<int>(logits.extent(1));
-  const float weight = dloss / static_cast<float>(counted);
   using Team = typename Kokkos::TeamPolicy<Space>::member_type;
   Kokkos::parallel_for(
       "ptk::cross_entropy_backward", Kokkos::TeamPolicy<Space>(rows, Kokkos::AUTO), KOKKOS_LAMBDA(const Team& team) {
         const int row = team.league_rank();
         const int target = targets(row);
-        if (target == ignore_index) return;
+        if (target == ignore_index || counted(0) == 0) return;
+        const float weight = dloss(0) / static_cast<float>(counted(0));
         const float row_lse = lse(row);
         Kokkos::parallel_for(Kokkos::TeamThreadRange(team, vocab), [&](int v) {
           const float p = fast_exp(logits(row, v) - row_lse);

@@ -31,16 +31,14 @@ template <class Space>
 void embedding_backward(const Matrix<Space>& dtable, const ConstMatrix<Space>& dout, const ConstIndexVector<Space>& ids) {
   const int positions = static_cast<int>(ids.extent(0));
   const int vocab = static_cast<int>(dtable.extent(0)), channels = static_cast<int>(dtable.extent(1));
-  const Kokkos::View<std::int64_t*, Kokkos::LayoutRight, Space> keys(
-      Kokkos::view_alloc(Kokkos::WithoutInitializing, "ptk::embedding_keys"), ids.extent(0));
+  const auto keys = work_view<Kokkos::View<std::int64_t*, Kokkos::LayoutRight, Space>>("ptk::embedding_keys", ids.extent(0));
   Kokkos::parallel_for(
       "ptk::embedding_backward_keys", Kokkos::RangePolicy<Space>(0, positions),
       KOKKOS_LAMBDA(const int n) { keys(n) = static_cast<std::int64_t>(ids(n)) * positions + n; });
   Kokkos::sort(keys);
 
   // first[v] = index in keys of the first position whose id is >= v (a lower bound), v in [0, V].
-  const Kokkos::View<int*, Kokkos::LayoutRight, Space> first(
-      Kokkos::view_alloc(Kokkos::WithoutInitializing, "ptk::embedding_first"), dtable.extent(0) + 1);
+  const auto first = work_view<Kokkos::View<int*, Kokkos::LayoutRight, Space>>("ptk::embedding_first", dtable.extent(0) + 1);
   Kokkos::parallel_for(
       "ptk::embedding_backward_buckets", Kokkos::RangePolicy<Space>(0, vocab + 1), KOKKOS_LAMBDA(const int v) {
         const std::int64_t key = static_cast<std::int64_t>(v) * positions;

@@ -213,10 +213,8 @@ void layernorm_backward(const Matrix<Space>& dinp, const Vector<Space>& dweight,
   using Traits = typename Tune::rows;
   const int rows = static_cast<int>(inp.extent(0)), cols = static_cast<int>(inp.extent(1));
   const auto cut = column_partials<Tune>(rows, cols);
-  const Kokkos::View<double**, Kokkos::LayoutRight, Space> partial(
-      Kokkos::view_alloc(Kokkos::WithoutInitializing, "ptk::layernorm_backward_partials"), cut.partials, 2 * cols);
-  const Matrix<Space> chunk(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ptk::layernorm_backward_chunks"),
-                            cut.partials, 2 * cols);
+  const auto partial = work_view<Kokkos::View<double**, Kokkos::LayoutRight, Space>>("ptk::layernorm_backward_partials", cut.partials, 2 * cols);
+  const auto chunk = work_view<Matrix<Space>>("ptk::layernorm_backward_chunks", cut.partials, 2 * cols);
   Kokkos::parallel_for("ptk::layernorm_backward",
                        Kokkos::TeamPolicy<Space>(cut.blocks, Traits::team_size, Traits::vector_length),
                        LayernormBackward<Space, Tune>{dinp, partial, chunk, dout, inp, weight, mean, rstd, cut.rows_per_block});

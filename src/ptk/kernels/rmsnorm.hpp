@@ -167,10 +167,8 @@ void rmsnorm_backward(const Matrix<Space>& dinp, const Vector<Space>& dweight, c
   using Traits = typename Tune::rows;
   const int rows = static_cast<int>(inp.extent(0)), cols = static_cast<int>(inp.extent(1));
   const auto cut = column_partials<Tune>(rows, cols);
-  const Kokkos::View<double**, Kokkos::LayoutRight, Space> partial(
-      Kokkos::view_alloc(Kokkos::WithoutInitializing, "ptk::rmsnorm_backward_partials"), cut.partials, cols);
-  const Matrix<Space> chunk(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ptk::rmsnorm_backward_chunks"),
-                            cut.partials, cols);
+  const auto partial = work_view<Kokkos::View<double**, Kokkos::LayoutRight, Space>>("ptk::rmsnorm_backward_partials", cut.partials, cols);
+  const auto chunk = work_view<Matrix<Space>>("ptk::rmsnorm_backward_chunks", cut.partials, cols);
   Kokkos::parallel_for("ptk::rmsnorm_backward",
                        Kokkos::TeamPolicy<Space>(cut.blocks, Traits::team_size, Traits::vector_length),
                        RmsnormBackward<Space, Tune>{dinp, partial, chunk, dout, inp, weight, rstd, cut.rows_per_block});

@@ -6,7 +6,19 @@
 
 namespace ptk::nn {
 
-Adamw::Adamw(const NamedParameters& params, const AdamwConfig& config) : params_(params), config_(config) {
+namespace {
+std::vector<ag::Var> vars_of(const NamedParameters& params) {
+  std::vector<ag::Var> vars;
+  for (const auto& np : params) vars.push_back(np.second);
+  return vars;
+}
+}  // namespace
+
+Adamw::Adamw(const NamedParameters& params, const AdamwConfig& config)
+    : params_(params),
+      grad_norm_(vars_of(params)),
+      stats_(ag::Var::zeros({2}, params.front().second.device())),
+      config_(config) {
   for (const auto& np : params_) {
     m_.push_back(ag::Var::zeros(np.second.shape(), np.second.device()));
     v_.push_back(ag::Var::zeros(np.second.shape(), np.second.device()));
@@ -14,23 +26,18 @@ Adamw::Adamw(const NamedParameters& params, const AdamwConfig& config) : params_
   }
 }
 
-float Adamw::step(float lr) {
-  double squares = 0.0;
-  for (const auto& np : params_) squares += ag::grad_squared_norm(np.second);
-  const double norm = std::sqrt(squares);
-  const float scale = config_.max_grad_norm > 0 && norm > config_.max_grad_norm
-                          ? static_cast<float>(config_.max_grad_norm / norm)
-                          : 1.0f;
+const ag::Var& Adamw::step(float lr) {
+  grad_norm_(stats_, config_.max_grad_norm);
   ++t_;
   ag::AdamwStep s{lr, config_.beta1, config_.beta2, config_.eps, 0.0f,
                   static_cast<float>(1.0 - std::pow(static_cast<double>(config_.beta1), t_)),
-                  static_cast<float>(1.0 - std::pow(static_cast<double>(config_.beta2), t_)), scale};
+                  static_cast<float>(1.0 - std::pow(static_cast<double>(config_.beta2), t_))};
   for (std::size_t i = 0; i < params_.size(); ++i) {
     if (!params_[i].second.has_grad()) continue;  // no gradient reached it: leave it and its moments alone
     s.weight_decay = decay_[i] ? config_.weight_decay : 0.0f;
-    ag::adamw_update(params_[i].second, m_[i], v_[i], s);
+    ag::adamw_update(params_[i].second, m_[i], v_[i], s, stats_);
   }
-  return static_cast<float>(norm);
+  return stats_;
 }
 
 NamedParameters Adamw::state() const {

@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "ptk/autograd/functions.hpp"
 #include "ptk/nn/gpt.hpp"
 
 namespace ptk::nn {
@@ -18,9 +19,10 @@ class Adamw {
  public:
   Adamw(const NamedParameters& params, const AdamwConfig& config);
 
-  // One update of every parameter from its gradient at learning rate lr; returns the global gradient norm
-  // before clipping.
-  float step(float lr);
+  // One update of every parameter from its gradient at learning rate lr. Returns a Var [2] on the
+  // parameters' device: the global gradient norm before clipping and the clipping factor applied
+  // (nothing is read back here; see ag::read_together).
+  const ag::Var& step(float lr);
   int steps_taken() const { return t_; }
 
   // The moments under "m.<name>" and "v.<name>" (checkpointed beside the model), and their restore.
@@ -30,6 +32,8 @@ class Adamw {
  private:
   NamedParameters params_;
   std::vector<ag::Var> m_, v_;
+  ag::GradNorm grad_norm_;
+  ag::Var stats_;
   std::vector<bool> decay_;
   AdamwConfig config_;
   int t_ = 0;

@@ -95,9 +95,13 @@ ag::Var Gpt::logits(const ag::Ids& idx, int B, int T) const {
   require(B > 0 && T > 0 && idx.shape() == Shape{B, T}, "model: idx has shape ", to_string(idx.shape()),
           ", expected [", B, ", ", T, "]");
   require(T <= config_.block_size, "model: sequence length ", T, " exceeds block_size ", config_.block_size);
-  std::vector<int> positions(static_cast<std::size_t>(B) * static_cast<std::size_t>(T));
-  for (std::size_t i = 0; i < positions.size(); ++i) positions[i] = static_cast<int>(i % static_cast<std::size_t>(T));
-  const auto pos = ag::Ids::from_vector({B, T}, positions, device_);
+  // Uploaded once per (B, T) and kept: a training step uploads nothing it already has.
+  auto& pos = positions_[{B, T}];
+  if (!pos.defined()) {
+    std::vector<int> positions(static_cast<std::size_t>(B) * static_cast<std::size_t>(T));
+    for (std::size_t i = 0; i < positions.size(); ++i) positions[i] = static_cast<int>(i % static_cast<std::size_t>(T));
+    pos = ag::Ids::from_vector({B, T}, positions, device_);
+  }
 
   ag::Var x = ag::add(ag::embedding(idx, p("wte.weight")), ag::embedding(pos, p("wpe.weight")));
   for (int i = 0; i < config_.n_layer; ++i) {

@@ -6,6 +6,7 @@
 //   mlp.c_fc [4C, C] + [4C] → gelu (tanh) → mlp.c_proj [C, 4C] + [C] → residual;  ln_f;  logits = x · wteᵀ.
 // Linear weights are [out, in] (y = x Wᵀ + b), layernorm eps 1e-5, attention scale 1/sqrt(C/H).
 #include <cstdint>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -50,6 +51,7 @@ class Gpt {
   GptConfig config_;
   ag::Device device_;
   NamedParameters params_;
+  mutable std::map<std::pair<int, int>, ag::Ids> positions_;  // position ids per (B, T)
 };
 
 }  // namespace ptk::nn

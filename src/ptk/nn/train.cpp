@@ -12,16 +12,16 @@ ag::Ids ids(const std::vector<int>& values, int B, int T, ag::Device device) {
 }
 }  // namespace
 
+// One upload (inputs and targets together) and one read-back (the loss and the gradient norm together)
+// per step; everything else stays on the device.
 StepResult train_step(const Gpt& model, Adamw& optimizer, const Batch& batch, float lr) {
   model.zero_grad();
-  const ag::Var loss =
-      model.loss(ids(batch.inputs, batch.B, batch.T, model.device()), ids(batch.targets, batch.B, batch.T, model.device()),
-                 batch.B, batch.T);
-  StepResult r;
-  r.loss = loss.item();
+  const auto io = ag::Ids::from_vectors({batch.B, batch.T}, {&batch.inputs, &batch.targets}, model.device());
+  const ag::Var loss = model.loss(io[0], io[1], batch.B, batch.T);
   loss.backward();
-  r.grad_norm = optimizer.step(lr);
-  return r;
+  const ag::Var& stats = optimizer.step(lr);
+  const auto values = ag::read_together({loss, stats});
+  return StepResult{values[0][0], values[1][0]};
 }
 
 double evaluate(const Gpt& model, const std::vector<int>& tokens, int batch) {

@@ -10,7 +10,7 @@ namespace ptk::ops {
 template <class Space>
 Tensor<Space> gelu(const Tensor<Space>& x) {
   check_tensor("gelu", "X", x, 0, INT_MAX);
-  Tensor<Space> y(x.shape(), "ptk::gelu");
+  auto y = Tensor<Space>::uninitialized(x.shape(), "ptk::gelu");
   kernels::gelu_forward<Space>(y.flat(), x.flat());
   return y;
 }
@@ -18,7 +18,7 @@ Tensor<Space> gelu(const Tensor<Space>& x) {
 template <class Space>
 Tensor<Space> silu(const Tensor<Space>& x) {
   check_tensor("silu", "X", x, 0, INT_MAX);
-  Tensor<Space> y(x.shape(), "ptk::silu");
+  auto y = Tensor<Space>::uninitialized(x.shape(), "ptk::silu");
   kernels::silu_forward<Space>(y.flat(), x.flat());
   return y;
 }

@@ -31,7 +31,8 @@ AttentionOutputs<Space> attention(const Tensor<Space>& q, const Tensor<Space>& k
           "attention: Q [B,H,T,D] and K [B,H,S,D] must agree in B, H and D, got ", shapes);
   const auto B = q.dim(0), H = q.dim(1), T = q.dim(2), D = q.dim(3);
   require(!causal || T == k.dim(2), "attention: causal needs T == S, got ", shapes);
-  AttentionOutputs<Space> r{Tensor<Space>(q.shape(), "ptk::attention"), Tensor<Space>({B, H, T}, "ptk::attention_lse")};
+  AttentionOutputs<Space> r{Tensor<Space>::uninitialized(q.shape(), "ptk::attention"),
+                            Tensor<Space>::uninitialized({B, H, T}, "ptk::attention_lse")};
   const auto heads = [&](const Tensor<Space>& t) {
     return Tensor3<Space>(t.data(), B * H, t.dim(2), t.dim(3));
   };

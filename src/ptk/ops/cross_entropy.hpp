@@ -1,7 +1,8 @@
 #pragma once
 // cross_entropy: the mean over counted rows of -log softmax(logits)[target] for logits[..., V] and int targets
 // (one per row of logits; rows whose target is ignore_index do not count). Returns the loss, the per-row
-// losses and log-sum-exp (shape logits.shape[:-1]) and the number of counted rows, for the backward.
+// losses and log-sum-exp (shape logits.shape[:-1]) and the number of counted rows, for the backward; the
+// loss and the count stay in device memory (loss_value() and counted_value() read them back).
 // cross_entropy_backward accumulates dlogits += dloss · (softmax - onehot) / counted on counted rows.
 #include "ptk/kernels/cross_entropy.hpp"
 #include "ptk/ops/checks.hpp"
@@ -11,18 +12,26 @@ namespace ptk::ops {
 
 template <class Space>
 struct CrossEntropyOutputs {
-  float loss = 0.0f;  // NaN when every row is ignored (as PyTorch)
+  Tensor<Space> loss;  // [1]: NaN when every row is ignored (as PyTorch)
   Tensor<Space> losses, lse;
-  int counted = 0;
+  IndexVector<Space> counted;  // [1]
+  float loss_value() const { return loss.to_vector()[0]; }
+  int counted_value() const {
+    int n = 0;
+    Kokkos::deep_copy(Kokkos::View<int, Kokkos::HostSpace>(&n), Kokkos::subview(counted, 0));
+    return n;
+  }
 };
 
 namespace detail {
 template <class Space>
-void check_targets(const char* op, const Tensor<Space>& logits, const Ids<Space>& targets, int ignore_index) {
+void check_targets(const char* op, const Tensor<Space>& logits, const Ids<Space>& targets, int ignore_index,
+                   IdsChecked checked) {
   check_tensor(op, "logits", logits, 1, INT_MAX);
   const auto rows = logits.numel() / logits.dim(-1);
   require(static_cast<std::int64_t>(targets.extent(0)) == rows, op, ": ", targets.extent(0),
           " targets for logits of shape ", to_string(logits.shape()), " (", rows, " rows)");
+  if (checked == IdsChecked::yes) return;
   const auto vocab = logits.dim(-1);
   const auto bad = first_bad_index<Space>(targets, static_cast<int>(vocab), ignore_index);
   require(bad < 0, op, ": target ", bad < 0 ? 0 : index_at<Space>(targets, bad), " at row ", bad, " is outside [0, ",
@@ -32,34 +41,45 @@ void check_targets(const char* op, const Tensor<Space>& logits, const Ids<Space>
 
 template <class Space>
 CrossEntropyOutputs<Space> cross_entropy(const Tensor<Space>& logits, const Ids<Space>& targets,
-                                         int ignore_index = -100) {
-  detail::check_targets<Space>("cross_entropy", logits, targets, ignore_index);
+                                         int ignore_index = -100, IdsChecked checked = IdsChecked::no) {
+  detail::check_targets<Space>("cross_entropy", logits, targets, ignore_index, checked);
   const auto rows = leading_shape(logits.shape());
   CrossEntropyOutputs<Space> r;
-  r.losses = Tensor<Space>(rows, "ptk::ce_losses");
-  r.lse = Tensor<Space>(rows, "ptk::ce_lse");
-  r.loss = kernels::cross_entropy_forward<Space>(r.losses.flat(), r.lse.flat(), r.counted, logits.rows(), targets,
-                                                 ignore_index);
+  r.loss = Tensor<Space>::uninitialized({1}, "ptk::ce_loss");
+  r.losses = Tensor<Space>::uninitialized(rows, "ptk::ce_losses");
+  r.lse = Tensor<Space>::uninitialized(rows, "ptk::ce_lse");
+  r.counted = work_view<IndexVector<Space>>("ptk::ce_counted", 1);
+  kernels::cross_entropy_forward<Space>(r.losses.flat(), r.lse.flat(), r.loss.flat(), r.counted, logits.rows(), targets,
+                                        ignore_index);
   return r;
 }
 
-// dlogits (shaped as logits) += the gradient of dloss · loss; lse and counted come from cross_entropy.
+// dlogits (shaped as logits) += the gradient of dloss(0) · loss; lse and counted come from cross_entropy,
+// dloss ([1]) is the loss's gradient, all read on the device.
 template <class Space>
-void cross_entropy_backward(const Tensor<Space>& dlogits, float dloss, const Tensor<Space>& logits,
-                            const Tensor<Space>& lse, const Ids<Space>& targets, int counted,
-                            int ignore_index = -100) {
-  detail::check_targets<Space>("cross_entropy_backward", logits, targets, ignore_index);
+void cross_entropy_backward(const Tensor<Space>& dlogits, const Tensor<Space>& dloss, const Tensor<Space>& logits,
+                            const Tensor<Space>& lse, const Ids<Space>& targets, const Ids<Space>& counted,
+                            int ignore_index = -100, IdsChecked checked = IdsChecked::no) {
+  detail::check_targets<Space>("cross_entropy_backward", logits, targets, ignore_index, checked);
+  require(dloss.numel() == 1, "cross_entropy_backward: dloss has shape ", to_string(dloss.shape()), "; it must hold one value");
+  require(counted.extent(0) == 1, "cross_entropy_backward: counted has ", counted.extent(0), " values; it must hold one");
   require(dlogits.shape() == logits.shape(), "cross_entropy_backward: dlogits has shape ", to_string(dlogits.shape()),
           " but logits has shape ", to_string(logits.shape()));
   check_tensor("cross_entropy_backward", "lse", lse, 1, INT_MAX);
   require(lse.numel() == logits.numel() / logits.dim(-1), "cross_entropy_backward: lse has shape ",
           to_string(lse.shape()), " but logits of shape ", to_string(logits.shape()), " have ",
           logits.numel() / logits.dim(-1), " rows");
-  require(counted >= 0 && counted <= static_cast<int>(targets.extent(0)), "cross_entropy_backward: counted is ", counted,
-          " for ", targets.extent(0), " rows");
-  if (counted == 0) return;  // every row ignored: no gradient
-  kernels::cross_entropy_backward<Space>(dlogits.rows(), dloss, logits.rows(), lse.flat(), targets, ignore_index,
+  kernels::cross_entropy_backward<Space>(dlogits.rows(), dloss.flat(), logits.rows(), lse.flat(), targets, ignore_index,
                                          counted);
+}
+
+// The same with a host scalar dloss (ptk op, tests).
+template <class Space>
+void cross_entropy_backward(const Tensor<Space>& dlogits, float dloss, const Tensor<Space>& logits,
+                            const Tensor<Space>& lse, const Ids<Space>& targets, const Ids<Space>& counted,
+                            int ignore_index = -100) {
+  cross_entropy_backward<Space>(dlogits, Tensor<Space>::from_host({1}, &dloss), logits, lse, targets, counted,
+                                ignore_index);
 }
 
 }  // namespace ptk::ops

@@ -11,12 +11,13 @@ namespace ptk::ops {
 namespace detail {
 template <class Space>
 void check_embedding_ids(const char* op, const ConstIndexVector<Space>& ids, Shape& ids_shape, std::int64_t vocab,
-                         const Shape& table_shape) {
+                         const Shape& table_shape, IdsChecked checked) {
   const auto n = static_cast<std::int64_t>(ids.extent(0));
   require(n > 0, op, ": ids is empty");
   require(n <= INT_MAX, op, ": ", n, " ids; ptk kernels index with 32-bit ints");
   if (ids_shape.empty()) ids_shape = {n};
   require(element_count(ids_shape) == n, op, ": ids_shape ", to_string(ids_shape), " does not hold the ", n, " ids");
+  if (checked == IdsChecked::yes) return;
   const auto bad = first_bad_index<Space>(ids, static_cast<int>(vocab), static_cast<int>(vocab));
   require(bad < 0, op, ": token id ", bad < 0 ? 0 : index_at<Space>(ids, bad), " at position ", bad,
           " is outside [0, ", vocab, ") (table shape ", to_string(table_shape), ")");
@@ -24,24 +25,26 @@ void check_embedding_ids(const char* op, const ConstIndexVector<Space>& ids, Sha
 }  // namespace detail
 
 template <class Space>
-Tensor<Space> embedding(const Ids<Space>& ids, const Tensor<Space>& table, Shape ids_shape = {}) {
+Tensor<Space> embedding(const Ids<Space>& ids, const Tensor<Space>& table, Shape ids_shape = {},
+                        IdsChecked checked = IdsChecked::no) {
   check_tensor("embedding", "table", table, 2, 2);
-  detail::check_embedding_ids<Space>("embedding", ids, ids_shape, table.dim(0), table.shape());
+  detail::check_embedding_ids<Space>("embedding", ids, ids_shape, table.dim(0), table.shape(), checked);
   Shape out_shape = ids_shape;
   out_shape.push_back(table.dim(1));
   check_output_shape("embedding", "out", out_shape);
-  Tensor<Space> out(out_shape, "ptk::embedding");
+  auto out = Tensor<Space>::uninitialized(out_shape, "ptk::embedding");
   kernels::embedding_forward<Space>(Matrix<Space>(out.data(), ids.extent(0), table.dim(1)), ids, table.rows());
   return out;
 }
 
 // dtable[V, C] += Σ over positions n with ids[n] = v of dout[n, :]; dout is [..., C] with one row per id.
 template <class Space>
-void embedding_backward(const Tensor<Space>& dtable, const Tensor<Space>& dout, const Ids<Space>& ids) {
+void embedding_backward(const Tensor<Space>& dtable, const Tensor<Space>& dout, const Ids<Space>& ids,
+                        IdsChecked checked = IdsChecked::no) {
   check_tensor("embedding_backward", "dtable", dtable, 2, 2);
   check_tensor("embedding_backward", "dout", dout, 1, INT_MAX);
   Shape ids_shape;
-  detail::check_embedding_ids<Space>("embedding_backward", ids, ids_shape, dtable.dim(0), dtable.shape());
+  detail::check_embedding_ids<Space>("embedding_backward", ids, ids_shape, dtable.dim(0), dtable.shape(), checked);
   require(dout.dim(-1) == dtable.dim(1) && dout.numel() / dout.dim(-1) == static_cast<std::int64_t>(ids.extent(0)),
           "embedding_backward: dout has shape ", to_string(dout.shape()), " but ", ids.extent(0),
           " ids and dtable shape ", to_string(dtable.shape()), " need ", ids.extent(0), " rows of ", dtable.dim(1));

@@ -17,6 +17,10 @@ namespace ptk::ops {
 template <class Space>
 using Ids = typename std::enable_if<true, ConstIndexVector<Space>>::type;
 
+// Whether an op still has to check its ids' range (a reduction read back from the device: a
+// synchronization), or its caller has checked them already (the autograd layer checks its host copy).
+enum class IdsChecked { no, yes };
+
 // The shape of per-row values (losses, statistics): all dims but the last; [1] for a rank-1 input.
 inline Shape leading_shape(const Shape& x) {
   Shape rows(x.begin(), x.end() - 1);

@@ -25,8 +25,9 @@ LayernormOutputs<Space> layernorm(const Tensor<Space>& x, const Tensor<Space>& g
   check_tensor("layernorm", "X", x, 1, INT_MAX);
   check_feature_vector("layernorm", "gamma", gamma, x);
   check_feature_vector("layernorm", "beta", beta, x);
-  LayernormOutputs<Space> r{Tensor<Space>(x.shape(), "ptk::layernorm"), Tensor<Space>(row_shape(x.shape())),
-                            Tensor<Space>(row_shape(x.shape()))};
+  LayernormOutputs<Space> r{Tensor<Space>::uninitialized(x.shape(), "ptk::layernorm"),
+                            Tensor<Space>::uninitialized(row_shape(x.shape()), "ptk::layernorm_mean"),
+                            Tensor<Space>::uninitialized(row_shape(x.shape()), "ptk::layernorm_rstd")};
   kernels::layernorm_forward<Space>(r.out.rows(), r.mean.flat(), r.rstd.flat(), x.rows(), gamma.flat(), beta.flat(),
                                     eps);
   return r;

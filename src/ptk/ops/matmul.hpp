@@ -37,7 +37,7 @@ Shape matmul_shape(const char* op, const Tensor<Space>& a, const Tensor<Space>& 
 template <class Space>
 Tensor<Space> matmul(const Tensor<Space>& a, const Tensor<Space>& b, bool trans_a = false, bool trans_b = false,
                      MatmulImpl impl = MatmulImpl::portable) {
-  Tensor<Space> c(detail::matmul_shape("matmul", a, b, trans_a, trans_b), "ptk::matmul");
+  auto c = Tensor<Space>::uninitialized(detail::matmul_shape("matmul", a, b, trans_a, trans_b), "ptk::matmul");
   kernels::matmul_forward<Space>(c.batched_matrices(), a.batched_matrices(), b.batched_matrices(), trans_a, trans_b,
                                  impl);
   return c;

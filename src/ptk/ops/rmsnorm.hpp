@@ -16,7 +16,8 @@ template <class Space>
 RmsnormOutputs<Space> rmsnorm(const Tensor<Space>& x, const Tensor<Space>& weight, float eps = 1e-5f) {
   check_tensor("rmsnorm", "X", x, 1, INT_MAX);
   check_feature_vector("rmsnorm", "weight", weight, x);
-  RmsnormOutputs<Space> r{Tensor<Space>(x.shape(), "ptk::rmsnorm"), Tensor<Space>(row_shape(x.shape()))};
+  RmsnormOutputs<Space> r{Tensor<Space>::uninitialized(x.shape(), "ptk::rmsnorm"),
+                          Tensor<Space>::uninitialized(row_shape(x.shape()), "ptk::rmsnorm_rstd")};
   kernels::rmsnorm_forward<Space>(r.out.rows(), r.rstd.flat(), x.rows(), weight.flat(), eps);
   return r;
 }

@@ -61,7 +61,7 @@ Tensor<Space> rope(const Tensor<Space>& x, std::int64_t pos_offset = 0, float ba
                    RopeLayout layout = RopeLayout::bthd) {
   detail::check_rope("rope", "X", x, pos_offset, base);
   const auto tables = detail::rope_tables<Space>(detail::rope_positions(x.shape(), layout), x.dim(3), pos_offset, base);
-  Tensor<Space> out(x.shape(), "ptk::rope");
+  auto out = Tensor<Space>::uninitialized(x.shape(), "ptk::rope");
   kernels::rope_forward<Space>(detail::rope_view(out, layout), detail::rope_view(x, layout), tables.cos, tables.sin);
   return out;
 }
