@@ -66,8 +66,8 @@ struct IdsImpl {
   Shape shape;
   Device device = Device::host;
   std::vector<int> host;  // the same ids on the host, for range checks without a device read-back
-  // values may point into a buffer shared with other Ids (Ids::from_vectors); owner keeps it alive.
-  PerSpace<IndexVector<HostSpace>, IndexVector<DeviceSpace>> values, owner;
+  // values may be a part of a buffer shared with other Ids (Ids::from_vectors).
+  PerSpace<IndexVector<HostSpace>, IndexVector<DeviceSpace>> values;
 };
 
 template <class S>

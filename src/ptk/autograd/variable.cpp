@@ -149,8 +149,8 @@ std::vector<Ids> Ids::from_vectors(const Shape& shape, const std::vector<const s
       ids.impl_->shape = shape;
       ids.impl_->device = canonical(device);
       ids.impl_->host = *parts[i];
-      ids.impl_->owner.get<S>() = buffer;
-      ids.impl_->values.get<S>() = IndexVector<S>(buffer.data() + i * n, n);  // unmanaged: owner holds the buffer
+      // A subview shares the buffer's ownership: a backward closure holding these ids keeps it alive.
+      ids.impl_->values.get<S>() = Kokkos::subview(buffer, std::make_pair(i * n, (i + 1) * n));
       out.push_back(std::move(ids));
     }
   });

@@ -16,6 +16,14 @@
 #define PTK_SIMD_LOOP
 #endif
 
+// A fixed-trip loop fully unrolled in a GPU device pass (registers indexed by the loop variable stay
+// registers); the host compilers decide for themselves.
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
+#define PTK_UNROLL _Pragma("unroll")
+#else
+#define PTK_UNROLL
+#endif
+
 namespace ptk {
 
 // Does execution space Space run on the host CPU? Asked of the execution space (can it reach

@@ -131,10 +131,11 @@ struct MatmulRegisterTiled {
       const int v = t + s * threads;
       const float* ap = as + v / tiles_across * TM;
       const float* bp = bs + v % tiles_across * TN;
+      PTK_UNROLL
       for (int k = 0; k < KS; ++k) {
         float av[TM], bv[TN];
-        for (int r = 0; r < TM; r += 4) load4(av + r, ap + k * lda + r);
-        for (int q = 0; q < TN; q += 4) load4(bv + q, bp + k * ldb + q);
+        for (int r = 0; r < TM; r += 4) load4_scratch(av + r, ap + k * lda + r);
+        for (int q = 0; q < TN; q += 4) load4_scratch(bv + q, bp + k * ldb + q);
         for (int r = 0; r < TM; ++r)
           for (int q = 0; q < TN; ++q) part[s][r][q] += av[r] * bv[q];
       }

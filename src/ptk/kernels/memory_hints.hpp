@@ -84,11 +84,19 @@ KOKKOS_FORCEINLINE_FUNCTION void streaming_fence(bool streaming) {
   (void)streaming;
 #endif
 }
-// dst[0..4) = src[0..4), src 16-byte aligned: one 128-bit load (LDS.128 from shared memory) in a
-// CUDA or HIP device pass, four scalar loads elsewhere (which the host compiler vectorizes as it
-// sees fit).
-KOKKOS_FORCEINLINE_FUNCTION void load4(float* dst, const float* src) {
-#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
+// dst[0..4) = src[0..4) for src a 16-byte aligned address in team scratch: one 128-bit shared-memory
+// load in a CUDA device pass (ld.shared.v4: nvcc cannot tell that a pointer carved from Kokkos'
+// team_scratch is shared memory and would emit a generic LD.E.128), a 128-bit load in a HIP device
+// pass, four scalar loads on the host (which the compiler vectorizes as it sees fit).
+KOKKOS_FORCEINLINE_FUNCTION void load4_scratch(float* dst, const float* src) {
+#if defined(__CUDA_ARCH__)
+  const auto address = static_cast<unsigned>(__cvta_generic_to_shared(src));
+  // volatile and "memory": never moved across the team barriers that guard the slab.
+  asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];"
+               : "=f"(dst[0]), "=f"(dst[1]), "=f"(dst[2]), "=f"(dst[3])
+               : "r"(address)
+               : "memory");
+#elif defined(__HIP_DEVICE_COMPILE__)
   const float4 v = *reinterpret_cast<const float4*>(src);
   dst[0] = v.x;
   dst[1] = v.y;
