@@ -45,8 +45,7 @@ struct AttentionBackwardKV : AttentionBackwardBase<Space, Tune> {
     const int k0 = rank % k_tiles * BK;  // causal: the first key tiles have the most queries; they go first
     const int kcount = this->S - k0 < BK ? this->S - k0 : BK;
 
-    ScratchCarve<Team> arena{team, level};
-    const Scratch sc = take_scratch(arena, Dp);
+    const Scratch sc = carve_scratch<AttentionBackwardKV>(team, level, Dp);
     const ScratchMatrix &Kt = sc.Kt, &Vt = sc.Vt, &dKs = sc.dKs, &dVs = sc.dVs, &Qs = sc.Qs, &dOs = sc.dOs,
                         &Ps = sc.Ps, &dSs = sc.dSs;
     const ScratchVector &ls = sc.ls, &ds = sc.ds;
@@ -144,8 +143,7 @@ struct AttentionBackwardQ : AttentionBackwardBase<Space, Tune> {
     const int q0 = (q_tiles - 1 - rank % q_tiles) * BQ;  // the longest (causal) query tiles first
     const int qcount = this->T - q0 < BQ ? this->T - q0 : BQ;
 
-    ScratchCarve<Team> arena{team, level};
-    const Scratch sc = take_scratch(arena, Dp);
+    const Scratch sc = carve_scratch<AttentionBackwardQ>(team, level, Dp);
     const ScratchMatrix &Qt = sc.Qt, &dOt = sc.dOt, &dQs = sc.dQs, &Ks = sc.Ks, &Vs = sc.Vs, &St = sc.St;
     const ScratchVector &ls = sc.ls, &ds = sc.ds;
 

@@ -73,8 +73,7 @@ struct AttentionForward {
     const int q0 = qt * BQ;
     const int qcount = T - q0 < BQ ? T - q0 : BQ;
 
-    ScratchCarve<Team> arena{team, level};
-    const Scratch sc = take_scratch(arena, Dp);
+    const Scratch sc = carve_scratch<AttentionForward>(team, level, Dp);
     const ScratchMatrix &Qs = sc.Qs, &Os = sc.Os, &Kt = sc.Kt, &Vs = sc.Vs, &Ps = sc.Ps;
     const ScratchVector &m = sc.m, &l = sc.l, &alpha = sc.alpha;
 
