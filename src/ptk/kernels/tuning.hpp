@@ -121,7 +121,9 @@ struct HostAttention {
 
 // GPU: 32 x 32 forward tiles, so the forward's scratch (q, output accumulator, k, v: 4 x 8 KB, and
 // the 4 KB score tile) is 36.4 KB at D = 64, inside the 48 KB that Kokkos grants level 0 (shared
-// memory). The backward's tiles still need level 1 at D = 64 (docs/design.md).
+// memory). The backward steps 16 query rows at a time against 32 keys: the dK/dV kernel's scratch
+// (k, v, the dK and dV accumulators: 4 x 8 KB, q and dout rows 2 x 4 KB, P and dS 2 x 2 KB) is
+// 44.1 KB at D = 64 and the dQ kernel's 30.1 KB, both level 0. D = 128 needs level 1.
 template <int MaxTeam>
 struct GpuAttention {
   static constexpr int query_rows = 32;
@@ -131,7 +133,7 @@ struct GpuAttention {
   static constexpr int team_size = min_int(128, MaxTeam);  // (32/2) x (32/4): a score tile a thread
   static constexpr int lanes = 1;
   static constexpr int level0_bytes = 48 * 1024;
-  static constexpr int backward_query_rows = 64;
+  static constexpr int backward_query_rows = 16;
   static constexpr int backward_key_rows = 32;
 };
 

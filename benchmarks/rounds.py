@@ -1,0 +1,65 @@
+#!/usr/bin/env python3
+"""ptk against a peer library, shape by shape, in alternating rounds: each (implementation, shape) runs
+in its own ptk_bench process (so neither inherits the other's warm thread pool or spinning OpenMP
+threads), ratios are taken within a round, and the table gives the median ratio, its range and the
+geometric mean over the shapes. The machine is shared and noisy: report ratios, not times.
+
+    benchmarks/rounds.py BUILD/ptk_bench [--family matmul] [--peer openblas] [--rounds 3] [SHAPE ...]
+
+A SHAPE is the benchmark name's shape part, e.g. M=1024,N=1024,K=1024 (default: the matmul
+performance shapes of docs/benchmarks.md).
+"""
+import argparse
+import json
+import math
+import statistics
+import subprocess
+import sys
+
+MATMUL_SHAPES = ["M=512,N=512,K=512", "M=1024,N=1024,K=1024", "M=2048,N=2048,K=2048", "M=4096,N=2304,K=768",
+                 "M=4096,N=768,K=768", "M=4096,N=3072,K=768", "M=4096,N=768,K=3072"]
+
+
+def seconds(bench, family, impl, shape):
+    """Real time per iteration of family/impl/shape, from a process of its own."""
+    name = f"^{family}/{impl}/{shape}/"
+    out = subprocess.run([bench, f"--benchmark_filter={name}", "--benchmark_format=json"], capture_output=True,
+                         text=True)
+    if out.returncode != 0:
+        sys.exit(f"rounds: {bench} failed for {name}: {out.stderr.strip()[-300:]}")
+    runs = [b for b in json.loads(out.stdout)["benchmarks"] if b.get("run_type", "iteration") == "iteration"]
+    if not runs:
+        sys.exit(f"rounds: no benchmark matches {name}")
+    unit = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[runs[0]["time_unit"]]
+    return runs[0]["real_time"] * unit
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("bench")
+    ap.add_argument("shapes", nargs="*")
+    ap.add_argument("--family", default="matmul")
+    ap.add_argument("--impl", default="ptk")
+    ap.add_argument("--peer", default="openblas")
+    ap.add_argument("--rounds", type=int, default=3)
+    args = ap.parse_args()
+    shapes = args.shapes or MATMUL_SHAPES
+    ratios = {s: [] for s in shapes}
+    for r in range(args.rounds):
+        for shape in shapes:
+            # Alternate which side runs first, so a drift in the machine's load favours neither.
+            order = [args.impl, args.peer] if r % 2 == 0 else [args.peer, args.impl]
+            t = {impl: seconds(args.bench, args.family, impl, shape) for impl in order}
+            ratios[shape].append(t[args.peer] / t[args.impl])
+            print(f"round {r + 1}/{args.rounds} {shape}: {args.impl} {t[args.impl] * 1e3:.2f} ms, "
+                  f"{args.peer} {t[args.peer] * 1e3:.2f} ms, ratio {ratios[shape][-1]:.2f}", file=sys.stderr, flush=True)
+    print(f"| {args.family} shape | {args.impl} / {args.peer} (median of {args.rounds}) | range |")
+    print("| --- | --- | --- |")
+    for shape in shapes:
+        print(f"| {shape} | {statistics.median(ratios[shape]):.2f} | {min(ratios[shape]):.2f}–{max(ratios[shape]):.2f} |")
+    geomean = math.exp(statistics.mean(math.log(statistics.median(ratios[s])) for s in shapes))
+    print(f"| geometric mean | {geomean:.2f} | |")
+
+
+if __name__ == "__main__":
+    main()
