@@ -58,7 +58,7 @@ int main() {
   line("rmsnorm_forward", "RmsnormForward", row_threads);
   line("rmsnorm_backward", "RmsnormBackward", row_threads);
   line("column_sums", "add_column_sums", 0);
-  line("bias_backward", "BiasBackward", 0);
+  line("bias_backward", "BiasPartials", row_threads);
   line("gelu_forward", "gelu_forward", 0);
   line("gelu_backward", "gelu_backward", 0);
   line("silu_forward", "silu_forward", 0);

@@ -5,6 +5,7 @@
 #include <Kokkos_Core.hpp>
 
 #include "ptk/core/tensor.hpp"
+#include "ptk/kernels/column_sums.hpp"
 #include "ptk/kernels/tuning.hpp"
 
 namespace ptk::kernels {
@@ -45,8 +46,7 @@ void bias_forward(const Matrix<Space>& out, const ConstMatrix<Space>& inp, const
 // One work item per group of kBiasColumns adjacent columns walks every row in order and sums in double,
 // adding the old gradient in double too: one rounding per element, deterministic (no atomics, a fixed order
 // for any thread count) and accurate for any number of rows.
-// Host: 16 columns a group, so a row's read is one cache line and the 16 sums vectorize; GPU: one
-// column a thread, consecutive threads reading consecutive columns (coalesced).
+// The host's form: 16 columns a group, so a row's read is one cache line and the 16 sums vectorize.
 template <class Space, class Tune = Tuning<Space>>
 struct BiasBackward {
   static constexpr int kBiasColumns = Tune::columns::bias_columns;
@@ -69,11 +69,51 @@ struct BiasBackward {
   }
 };
 
+// The GPU form (Tune::columns::bias_two_level): the rows are cut as the norms' column sums are
+// (column_partials, column_sums.hpp), a team per block of rows; each team thread adds its rows, in
+// order and in double, into its own partial row, its vector lanes taking the columns; then
+// add_column_sums adds the partial rows in order, in double, and rounds once. Every GPU thread takes
+// part, where one thread a column would leave most of the GPU idle; still deterministic.
+template <class Space, class Tune>
+struct BiasPartials {
+  using Team = typename Kokkos::TeamPolicy<Space>::member_type;
+  Kokkos::View<double**, Kokkos::LayoutRight, Space> partial;
+  ConstMatrix<Space> dout;
+  int rows_per_block;
+
+  KOKKOS_INLINE_FUNCTION void operator()(const Team& team) const {
+    using Traits = typename Tune::rows;
+    const int rows = static_cast<int>(dout.extent(0)), cols = static_cast<int>(dout.extent(1));
+    const int t = team.team_rank(), threads = team.team_size();
+    const int first = team.league_rank() * rows_per_block;
+    const int last = rows - first < rows_per_block ? rows : first + rows_per_block;
+    double* const sum = &partial(team.league_rank() * threads + t, 0);
+    Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, Traits::vector_length), [&](int v) {
+      lane_sweep<Traits>(0, cols, v, [&](int, int j) { sum[j] = 0.0; });
+      for (int r = first + t; r < last; r += threads)
+        lane_sweep<Traits>(0, cols, v, [&](int, int j) { sum[j] += static_cast<double>(dout(r, j)); });
+    });
+  }
+};
+
 template <class Space, class Tune = Tuning<Space>>
 void bias_backward(const Vector<Space>& dbias, const ConstMatrix<Space>& dout) {
-  constexpr int group = BiasBackward<Space, Tune>::kBiasColumns;
-  const int groups = (static_cast<int>(dout.extent(1)) + group - 1) / group;
-  Kokkos::parallel_for("ptk::bias_backward", Kokkos::RangePolicy<Space>(0, groups), BiasBackward<Space, Tune>{dbias, dout});
+  const int rows = static_cast<int>(dout.extent(0)), cols = static_cast<int>(dout.extent(1));
+  if (rows == 0 || cols == 0) return;
+  if constexpr (Tune::columns::bias_two_level) {
+    using Traits = typename Tune::rows;
+    const auto cut = column_partials<Tune>(rows, cols);
+    const auto partial =
+        work_view<Kokkos::View<double**, Kokkos::LayoutRight, Space>>("ptk::bias_backward_partials", cut.partials, cols);
+    Kokkos::parallel_for("ptk::bias_backward_partials",
+                         Kokkos::TeamPolicy<Space>(cut.blocks, Traits::team_size, Traits::vector_length),
+                         BiasPartials<Space, Tune>{partial, dout, cut.rows_per_block});
+    add_column_sums<Space, Tune>("ptk::bias_backward", dbias, partial, 0);
+  } else {
+    constexpr int group = BiasBackward<Space, Tune>::kBiasColumns;
+    const int groups = (cols + group - 1) / group;
+    Kokkos::parallel_for("ptk::bias_backward", Kokkos::RangePolicy<Space>(0, groups), BiasBackward<Space, Tune>{dbias, dout});
+  }
 }
 
 }  // namespace ptk::kernels

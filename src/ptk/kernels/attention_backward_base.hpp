@@ -70,10 +70,8 @@ struct AttentionBackwardBase {
   static_assert(BK % NR == 0 && BQ % MR == 0 && NR % MR == 0, "attention backward tiles: micro tiles must divide them");
   using Policy = Kokkos::TeamPolicy<Space, Kokkos::Schedule<Kokkos::Dynamic>>;
   using Team = typename Policy::member_type;
-  using ScratchMatrix = Kokkos::View<float**, Kokkos::LayoutRight, typename Space::scratch_memory_space,
-                                     Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
-  using ScratchVector = Kokkos::View<float*, Kokkos::LayoutRight, typename Space::scratch_memory_space,
-                                     Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  using ScratchMatrix = ScratchMatrixOf<Space>;
+  using ScratchVector = ScratchVectorOf<Space>;
 
   ConstTensor3<Space> dout, q, k, v;
   ConstMatrix<Space> lse, drow;

@@ -26,10 +26,8 @@ struct AttentionForward {
   static_assert(BK % NR == 0 && BQ % MR == 0, "attention tiles: micro tiles must divide the block");
   using Policy = Kokkos::TeamPolicy<Space, Kokkos::Schedule<Kokkos::Dynamic>>;
   using Team = typename Policy::member_type;
-  using ScratchMatrix = Kokkos::View<float**, Kokkos::LayoutRight, typename Space::scratch_memory_space,
-                                     Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
-  using ScratchVector = Kokkos::View<float*, Kokkos::LayoutRight, typename Space::scratch_memory_space,
-                                     Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  using ScratchMatrix = ScratchMatrixOf<Space>;
+  using ScratchVector = ScratchVectorOf<Space>;
 
   Tensor3<Space> out;
   Matrix<Space> lse;

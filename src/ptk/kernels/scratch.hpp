@@ -11,6 +11,14 @@
 
 namespace ptk::kernels {
 
+// Float tiles and rows in a team's scratch (carved by carve_scratch, never allocated).
+template <class Space>
+using ScratchMatrixOf = Kokkos::View<float**, Kokkos::LayoutRight, typename Space::scratch_memory_space,
+                                     Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+template <class Space>
+using ScratchVectorOf = Kokkos::View<float*, Kokkos::LayoutRight, typename Space::scratch_memory_space,
+                                     Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+
 namespace detail {
 // The bytes of a contiguous View of these extents, rounded up to 16 (every part starts aligned).
 template <class View, class... Extents>

@@ -150,6 +150,7 @@ struct HostColumns {
   static constexpr int chunk_rows = 8;
   static constexpr int final_block = 32;
   static constexpr int bias_columns = 16;  // bias_backward: columns a work item (one cache line a row)
+  static constexpr bool bias_two_level = false;  // bias_backward walks every row per column group
 };
 
 struct GpuColumns {
@@ -159,6 +160,8 @@ struct GpuColumns {
   static constexpr int chunk_rows = 8;
   static constexpr int final_block = 1;
   static constexpr int bias_columns = 1;
+  // bias_backward as partial rows + add_column_sums: one thread a column would leave most of a GPU idle.
+  static constexpr bool bias_two_level = true;
 };
 
 // ---- The tunings -------------------------------------------------------------------------------------
