@@ -5,6 +5,7 @@ threads), ratios are taken within a round, and the table gives the median ratio,
 geometric mean over the shapes. The machine is shared and noisy: report ratios, not times.
 
     benchmarks/rounds.py BUILD/ptk_bench [--family matmul] [--peer openblas] [--rounds 3] [SHAPE ...]
+    benchmarks/rounds.py NEW/ptk_bench --peer ptk --peer-bench OLD/ptk_bench   (before / after a change)
 
 A SHAPE is the benchmark name's shape part, e.g. M=1024,N=1024,K=1024 (default: the matmul
 performance shapes of docs/benchmarks.md).
@@ -42,18 +43,20 @@ def main():
     ap.add_argument("--impl", default="ptk")
     ap.add_argument("--peer", default="openblas")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--peer-bench", help="run the peer from this ptk_bench instead (e.g. a baseline build)")
     args = ap.parse_args()
     shapes = args.shapes or MATMUL_SHAPES
+    peer_name = args.peer + (f" of {args.peer_bench}" if args.peer_bench else "")
     ratios = {s: [] for s in shapes}
     for r in range(args.rounds):
         for shape in shapes:
             # Alternate which side runs first, so a drift in the machine's load favours neither.
-            order = [args.impl, args.peer] if r % 2 == 0 else [args.peer, args.impl]
-            t = {impl: seconds(args.bench, args.family, impl, shape) for impl in order}
-            ratios[shape].append(t[args.peer] / t[args.impl])
-            print(f"round {r + 1}/{args.rounds} {shape}: {args.impl} {t[args.impl] * 1e3:.2f} ms, "
-                  f"{args.peer} {t[args.peer] * 1e3:.2f} ms, ratio {ratios[shape][-1]:.2f}", file=sys.stderr, flush=True)
-    print(f"| {args.family} shape | {args.impl} / {args.peer} (median of {args.rounds}) | range |")
+            sides = [("ours", args.bench, args.impl), ("peer", args.peer_bench or args.bench, args.peer)]
+            t = {side: seconds(bench, args.family, impl, shape) for side, bench, impl in (sides if r % 2 == 0 else sides[::-1])}
+            ratios[shape].append(t["peer"] / t["ours"])
+            print(f"round {r + 1}/{args.rounds} {shape}: {args.impl} {t['ours'] * 1e3:.2f} ms, "
+                  f"{peer_name} {t['peer'] * 1e3:.2f} ms, ratio {ratios[shape][-1]:.2f}", file=sys.stderr, flush=True)
+    print(f"| {args.family} shape | {args.impl} / {peer_name} (median of {args.rounds}) | range |")
     print("| --- | --- | --- |")
     for shape in shapes:
         print(f"| {shape} | {statistics.median(ratios[shape]):.2f} | {min(ratios[shape]):.2f}–{max(ratios[shape]):.2f} |")

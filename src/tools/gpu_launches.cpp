@@ -4,7 +4,7 @@
 // with the registers, stack and shared memory that cuobjdump reads from a CUDA build, for the
 // occupancy table in docs/design.md. Host-only: it launches nothing and needs no GPU.
 //
-// Output: CSV, one line per kernel: name, symbol (a substring of the demangled kernel name),
+// Output: CSV, one line per kernel: name, symbol (a substring of the demangled kernel name, quoted),
 // threads per block (0: Kokkos chooses, for occupancy), level-0 and level-1 scratch bytes per block.
 #include <Kokkos_Core.hpp>
 
@@ -25,10 +25,11 @@ using Gpu = ptk::kernels::GpuTuning<1024>;
 
 void line(const std::string& name, const std::string& symbol, int threads, std::size_t level0 = 0,
           std::size_t level1 = 0) {
-  std::printf("%s,%s,%d,%zu,%zu\n", name.c_str(), symbol.c_str(), threads, level0, level1);
+  std::printf("%s,\"%s\",%d,%zu,%zu\n", name.c_str(), symbol.c_str(), threads, level0, level1);
 }
 
-// Attention's scratch goes to level 0 when it fits Tune::attention::level0_bytes, as the launch decides.
+// Attention's scratch goes to level 0 when it fits Tune::attention::level0_bytes, as the launch decides;
+// heads wider than level0_head_dim run with the wide tiles (WideHeads<Gpu>).
 template <class Kernel>
 void attention_line(const std::string& name, const std::string& symbol, int D) {
   const int Dp = (D + Kernel::NR - 1) / Kernel::NR * Kernel::NR;
@@ -45,11 +46,15 @@ int main() {
   std::printf("kernel,symbol,threads,level0_bytes,level1_bytes\n");
   using Gemm = MatmulRegisterTiled<Host, Gpu>;
   line("matmul", "MatmulRegisterTiled", Gemm::threads, Gemm::scratch_bytes());
-  for (int D : {64, 128}) {
-    attention_line<AttentionForward<Host, Gpu>>("attention_forward", "AttentionForward", D);
-    attention_line<AttentionBackwardKV<Host, Gpu>>("attention_backward_kv", "AttentionBackwardKV", D);
-    attention_line<AttentionBackwardQ<Host, Gpu>>("attention_backward_q", "AttentionBackwardQ", D);
-  }
+  using Wide = WideHeads<Gpu>;
+  static_assert(Gpu::attention::level0_head_dim == 64, "the D = 64 lines below assume the narrow tiles");
+  const std::string narrow = "<Kokkos::Cuda, ptk::kernels::GpuTuning", wide = "<Kokkos::Cuda, ptk::kernels::WideHeads";
+  attention_line<AttentionForward<Host, Gpu>>("attention_forward", "AttentionForward" + narrow, 64);
+  attention_line<AttentionBackwardKV<Host, Gpu>>("attention_backward_kv", "AttentionBackwardKV" + narrow, 64);
+  attention_line<AttentionBackwardQ<Host, Gpu>>("attention_backward_q", "AttentionBackwardQ" + narrow, 64);
+  attention_line<AttentionForward<Host, Wide>>("attention_forward (wide tiles)", "AttentionForward" + wide, 128);
+  attention_line<AttentionBackwardKV<Host, Wide>>("attention_backward_kv (wide tiles)", "AttentionBackwardKV" + wide, 128);
+  attention_line<AttentionBackwardQ<Host, Wide>>("attention_backward_q (wide tiles)", "AttentionBackwardQ" + wide, 128);
   line("attention_backward_rows", "AttentionBackwardRows", 0);
   line("softmax_forward", "SoftmaxForward", row_threads);
   line("softmax_backward", "SoftmaxBackward", row_threads);

@@ -191,8 +191,9 @@ Var embedding(const Ids& ids, const Var& table) {
     const auto idv = ids_view<S>(ids);
     check_ids_range("embedding", "token id", ids, table.shape()[0], table.shape()[0], "table", table.shape());
     Tensor<S> y = ops::embedding(idv, data_of<S>(table), ids.shape(), ops::IdsChecked::yes);
-    return result<S>("embedding", y, device, {table}, [it = table.shared(), idv](VarImpl& out) {
-      ops::embedding_backward(grad_of<S>(*it), out_grad<S>(out), idv, ops::IdsChecked::yes);
+    const ConstIndexVector<S> order = ids.impl().order.get<S>();
+    return result<S>("embedding", y, device, {table}, [it = table.shared(), idv, order](VarImpl& out) {
+      ops::embedding_backward(grad_of<S>(*it), out_grad<S>(out), idv, ops::IdsChecked::yes, order);
     });
   });
 }

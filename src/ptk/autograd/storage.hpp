@@ -66,8 +66,9 @@ struct IdsImpl {
   Shape shape;
   Device device = Device::host;
   std::vector<int> host;  // the same ids on the host, for range checks without a device read-back
-  // values may be a part of a buffer shared with other Ids (Ids::from_vectors).
-  PerSpace<IndexVector<HostSpace>, IndexVector<DeviceSpace>> values;
+  // values, and order (the positions sorted by (id, position), for the embedding backward), are parts
+  // of one buffer shared with other Ids (Ids::from_vectors): one upload.
+  PerSpace<IndexVector<HostSpace>, IndexVector<DeviceSpace>> values, order;
 };
 
 template <class S>

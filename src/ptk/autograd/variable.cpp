@@ -1,5 +1,7 @@
 #include "ptk/autograd/variable.hpp"
 
+#include <algorithm>
+#include <cstdint>
 #include <unordered_set>
 #include <utility>
 
@@ -134,9 +136,18 @@ std::vector<Ids> Ids::from_vectors(const Shape& shape, const std::vector<const s
   const auto n = static_cast<std::size_t>(element_count(shape));
   for (const auto* part : parts)
     require(part->size() == n && n > 0, "ptk::ag::Ids: ", part->size(), " values for shape ", to_string(shape));
+  // The buffer: every part's ids, then every part's order (its positions sorted by (id, position)),
+  // sorted here on the host where the ids are, so no kernel sorts them on the device.
   std::vector<int> all;
-  all.reserve(n * parts.size());
+  all.reserve(2 * n * parts.size());
   for (const auto* part : parts) all.insert(all.end(), part->begin(), part->end());
+  const auto N = static_cast<std::int64_t>(n);
+  for (const auto* part : parts) {
+    std::vector<std::int64_t> keys(n);  // id·N + position: unique, ordered by (id, position)
+    for (std::size_t i = 0; i < n; ++i) keys[i] = static_cast<std::int64_t>((*part)[i]) * N + static_cast<std::int64_t>(i);
+    std::sort(keys.begin(), keys.end());
+    for (const auto key : keys) all.push_back(static_cast<int>((key % N + N) % N));  // ids may be negative
+  }
   std::vector<Ids> out;
   on_device(canonical(device), [&](auto tag) {
     using S = typename decltype(tag)::type;
@@ -149,8 +160,10 @@ std::vector<Ids> Ids::from_vectors(const Shape& shape, const std::vector<const s
       ids.impl_->shape = shape;
       ids.impl_->device = canonical(device);
       ids.impl_->host = *parts[i];
-      // A subview shares the buffer's ownership: a backward closure holding these ids keeps it alive.
+      // Subviews share the buffer's ownership: a backward closure holding these ids keeps it alive.
       ids.impl_->values.get<S>() = Kokkos::subview(buffer, std::make_pair(i * n, (i + 1) * n));
+      const std::size_t o = (parts.size() + i) * n;
+      ids.impl_->order.get<S>() = Kokkos::subview(buffer, std::make_pair(o, o + n));
       out.push_back(std::move(ids));
     }
   });

@@ -3,6 +3,8 @@
 // forward's lse, dS = P ∘ (dout·vᵀ − Drow), Drow[t] = dout[t]·out[t]; shapes as the forward's, dout and out as q.
 #include <Kokkos_Core.hpp>
 
+#include <type_traits>
+
 #include "ptk/kernels/attention_backward_base.hpp"
 
 namespace ptk::kernels {
@@ -265,6 +267,11 @@ void attention_backward(const Tensor3<Space>& dq, const Tensor3<Space>& dk, cons
   if (heads == 0 || T == 0 || S == 0 || D == 0) return;
   const bool want_q = dq.data() != nullptr, want_kv = dk.data() != nullptr || dv.data() != nullptr;
   if (!want_q && !want_kv) return;
+  using Tiles = typename Tune::attention;
+  if constexpr (!std::is_same_v<Tiles, typename Tiles::wide>) {
+    if (D > Tiles::level0_head_dim)
+      return attention_backward<Space, WideHeads<Tune>>(dq, dk, dv, dout, q, k, v, out, lse, scale, causal);
+  }
   using KV = AttentionBackwardKV<Space, Tune>;
   using Q = AttentionBackwardQ<Space, Tune>;
   const int Dp = (D + KV::NR - 1) / KV::NR * KV::NR;

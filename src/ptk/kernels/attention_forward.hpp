@@ -3,6 +3,8 @@
 // over the attended keys, for q[BH,T,D], k and v [BH,S,D]; causal (needs T == S) lets query t see keys j <= t.
 #include <Kokkos_Core.hpp>
 
+#include <type_traits>
+
 #include "ptk/core/compat.hpp"
 #include "ptk/core/tensor.hpp"
 #include "ptk/kernels/fast_exp.hpp"
@@ -234,6 +236,10 @@ void attention_forward(const Tensor3<Space>& out, const Matrix<Space>& lse, cons
   using Kernel = AttentionForward<Space, Tune>;
   const int heads = static_cast<int>(q.extent(0)), T = static_cast<int>(q.extent(1));
   const int S = static_cast<int>(k.extent(1)), D = static_cast<int>(q.extent(2));
+  using Tiles = typename Tune::attention;
+  if constexpr (!std::is_same_v<Tiles, typename Tiles::wide>) {
+    if (D > Tiles::level0_head_dim) return attention_forward<Space, WideHeads<Tune>>(out, lse, q, k, v, scale, causal);
+  }
   const int Dp = (D + Kernel::NR - 1) / Kernel::NR * Kernel::NR;
   const int q_tiles = (T + Kernel::BQ - 1) / Kernel::BQ;
   const std::size_t bytes = scratch_bytes<Kernel>(Dp);

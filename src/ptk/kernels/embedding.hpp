@@ -23,29 +23,23 @@ void embedding_forward(const Matrix<Space>& out, const ConstIndexVector<Space>& 
       });
 }
 
-// Deterministic on every backend, with no floating-point atomics: the positions are sorted by
-// (id, n) through the unique keys id·N + n, so each table row gathers its positions in increasing
-// n, and one team owns one row (its threads own channels). Results are bitwise identical run to
-// run and across thread counts.
+// Deterministic on every backend, with no floating-point atomics: the positions are taken in the
+// order `order` of (id, n) (the positions sorted by id, ties in increasing n), so each table row
+// gathers its positions in increasing n, and one team owns one row (its threads own channels).
+// Results are bitwise identical run to run and across thread counts.
 template <class Space>
-void embedding_backward(const Matrix<Space>& dtable, const ConstMatrix<Space>& dout, const ConstIndexVector<Space>& ids) {
+void embedding_backward(const Matrix<Space>& dtable, const ConstMatrix<Space>& dout, const ConstIndexVector<Space>& ids,
+                        const ConstIndexVector<Space>& order) {
   const int positions = static_cast<int>(ids.extent(0));
   const int vocab = static_cast<int>(dtable.extent(0)), channels = static_cast<int>(dtable.extent(1));
-  const auto keys = work_view<Kokkos::View<std::int64_t*, Kokkos::LayoutRight, Space>>("ptk::embedding_keys", ids.extent(0));
-  Kokkos::parallel_for(
-      "ptk::embedding_backward_keys", Kokkos::RangePolicy<Space>(0, positions),
-      KOKKOS_LAMBDA(const int n) { keys(n) = static_cast<std::int64_t>(ids(n)) * positions + n; });
-  Kokkos::sort(keys);
-
-  // first[v] = index in keys of the first position whose id is >= v (a lower bound), v in [0, V].
+  // first[v] = index in order of the first position whose id is >= v (a lower bound), v in [0, V].
   const auto first = work_view<Kokkos::View<int*, Kokkos::LayoutRight, Space>>("ptk::embedding_first", dtable.extent(0) + 1);
   Kokkos::parallel_for(
       "ptk::embedding_backward_buckets", Kokkos::RangePolicy<Space>(0, vocab + 1), KOKKOS_LAMBDA(const int v) {
-        const std::int64_t key = static_cast<std::int64_t>(v) * positions;
         int lo = 0, hi = positions;
         while (lo < hi) {
           const int mid = lo + (hi - lo) / 2;
-          if (keys(mid) < key) lo = mid + 1;
+          if (ids(order(mid)) < v) lo = mid + 1;
           else hi = mid;
         }
         first(v) = lo;
@@ -57,10 +51,28 @@ void embedding_backward(const Matrix<Space>& dtable, const ConstMatrix<Space>& d
         const int v = team.league_rank();
         // Each thread owns its channels for the whole walk, so the walk needs no barrier.
         for (int e = first(v); e < first(v + 1); ++e) {
-          const int n = static_cast<int>(keys(e) % positions);
+          const int n = order(e);
           Kokkos::parallel_for(Kokkos::TeamThreadRange(team, channels), [&](int c) { dtable(v, c) += dout(n, c); });
         }
       });
+}
+
+// The same with the order sorted on the device (Kokkos::sort of the unique keys id·N + n), for ids
+// whose order the caller does not have (the autograd layer sorts its ids on the host, where they are
+// made: Kokkos::sort fences, and on CUDA goes through Thrust, which allocates per call).
+template <class Space>
+void embedding_backward(const Matrix<Space>& dtable, const ConstMatrix<Space>& dout, const ConstIndexVector<Space>& ids) {
+  const int positions = static_cast<int>(ids.extent(0));
+  const auto keys = work_view<Kokkos::View<std::int64_t*, Kokkos::LayoutRight, Space>>("ptk::embedding_keys", ids.extent(0));
+  Kokkos::parallel_for(
+      "ptk::embedding_backward_keys", Kokkos::RangePolicy<Space>(0, positions),
+      KOKKOS_LAMBDA(const int n) { keys(n) = static_cast<std::int64_t>(ids(n)) * positions + n; });
+  Kokkos::sort(keys);
+  const auto order = work_view<IndexVector<Space>>("ptk::embedding_order", ids.extent(0));
+  Kokkos::parallel_for(
+      "ptk::embedding_backward_order", Kokkos::RangePolicy<Space>(0, positions),
+      KOKKOS_LAMBDA(const int e) { order(e) = static_cast<int>(keys(e) % positions); });
+  embedding_backward<Space>(dtable, dout, ids, order);
 }
 
 }  // namespace ptk::kernels

@@ -117,13 +117,20 @@ struct HostAttention {
   // Backward: query rows x keys of one step (both kernels): 224 KB of scratch at D = 64.
   static constexpr int backward_query_rows = 64;
   static constexpr int backward_key_rows = 128;
+  // Every head width uses these tiles (no separate set for wide heads).
+  static constexpr int level0_head_dim = 1 << 30;
+  using wide = HostAttention;
 };
 
 // GPU: 32 x 32 forward tiles, so the forward's scratch (q, output accumulator, k, v: 4 x 8 KB, and
 // the 4 KB score tile) is 36.4 KB at D = 64, inside the 48 KB that Kokkos grants level 0 (shared
 // memory). The backward steps 16 query rows at a time against 32 keys: the dK/dV kernel's scratch
 // (k, v, the dK and dV accumulators: 4 x 8 KB, q and dout rows 2 x 4 KB, P and dS 2 x 2 KB) is
-// 44.1 KB at D = 64 and the dQ kernel's 30.1 KB, both level 0. D = 128 needs level 1.
+// 44.1 KB at D = 64 and the dQ kernel's 30.1 KB, both level 0. Heads wider than level0_head_dim
+// take the `wide` tiles below.
+template <int MaxTeam>
+struct GpuAttentionWide;
+
 template <int MaxTeam>
 struct GpuAttention {
   static constexpr int query_rows = 32;
@@ -135,6 +142,22 @@ struct GpuAttention {
   static constexpr int level0_bytes = 48 * 1024;
   static constexpr int backward_query_rows = 16;
   static constexpr int backward_key_rows = 32;
+  static constexpr int level0_head_dim = 64;
+  using wide = GpuAttentionWide<MaxTeam>;
+};
+
+// Heads of 65 to 128 dims (D = 128: Llama-style heads): 16 x 16 forward tiles (q, accumulator, k, v
+// 4 x 8 KB, scores 1 KB: 33 KB at D = 128) and 8-row backward steps against 16 keys (dK/dV kernel:
+// k, v, dK, dV 4 x 8 KB, q and dout rows 2 x 4 KB, P and dS 1 KB: 41 KB; dQ kernel 25 KB), all in
+// level 0. Wider heads fall back to level 1.
+template <int MaxTeam>
+struct GpuAttentionWide : GpuAttention<MaxTeam> {
+  static constexpr int query_rows = 16;
+  static constexpr int key_rows = 16;
+  static constexpr int backward_query_rows = 8;
+  static constexpr int backward_key_rows = 16;
+  static constexpr int level0_head_dim = 1 << 30;
+  using wide = GpuAttentionWide;
 };
 
 // ---- Column sums (bias, dgamma / dbeta, dweight; column_sums.hpp) --------------------------------
@@ -198,6 +221,13 @@ struct DefaultTuning<Kokkos::OpenMP> {
   using type = GpuTuning<emulated_gpu_team>;
 };
 #endif
+
+// Tune with its attention tiles for wide heads (the attention launchers switch to it for heads wider
+// than Tune::attention::level0_head_dim).
+template <class Tune>
+struct WideHeads : Tune {
+  using attention = typename Tune::attention::wide;
+};
 
 // The space's own tuning: what every kernel uses unless told otherwise.
 template <class Space>

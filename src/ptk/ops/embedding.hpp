@@ -38,9 +38,11 @@ Tensor<Space> embedding(const Ids<Space>& ids, const Tensor<Space>& table, Shape
 }
 
 // dtable[V, C] += Σ over positions n with ids[n] = v of dout[n, :]; dout is [..., C] with one row per id.
+// `order`, when given, is the positions sorted by (id, position) (ag::Ids keeps it); otherwise it is
+// sorted on the device.
 template <class Space>
 void embedding_backward(const Tensor<Space>& dtable, const Tensor<Space>& dout, const Ids<Space>& ids,
-                        IdsChecked checked = IdsChecked::no) {
+                        IdsChecked checked = IdsChecked::no, const Ids<Space>& order = {}) {
   check_tensor("embedding_backward", "dtable", dtable, 2, 2);
   check_tensor("embedding_backward", "dout", dout, 1, INT_MAX);
   Shape ids_shape;
@@ -48,7 +50,13 @@ void embedding_backward(const Tensor<Space>& dtable, const Tensor<Space>& dout, 
   require(dout.dim(-1) == dtable.dim(1) && dout.numel() / dout.dim(-1) == static_cast<std::int64_t>(ids.extent(0)),
           "embedding_backward: dout has shape ", to_string(dout.shape()), " but ", ids.extent(0),
           " ids and dtable shape ", to_string(dtable.shape()), " need ", ids.extent(0), " rows of ", dtable.dim(1));
-  kernels::embedding_backward<Space>(dtable.rows(), dout.rows(), ids);
+  if (order.extent(0) == 0) {
+    kernels::embedding_backward<Space>(dtable.rows(), dout.rows(), ids);
+  } else {
+    require(order.extent(0) == ids.extent(0), "embedding_backward: order has ", order.extent(0), " positions for ",
+            ids.extent(0), " ids");
+    kernels::embedding_backward<Space>(dtable.rows(), dout.rows(), ids, order);
+  }
 }
 
 }  // namespace ptk::ops
