@@ -145,6 +145,24 @@ TEST(Autograd, ClearErrors) {
   EXPECT_THROW(ag::add(x, Var()), ptk::Error);
 }
 
+// The ids' range is checked on their host copy, with the messages of the ops' device checks.
+TEST(Autograd, BadIdsNameThePosition) {
+  const Var table = leaf({5, 8}, "ag10-t"), logits = leaf({3, 8}, "ag10-l");
+  try {
+    ag::embedding(ag::Ids::from_vector({3}, {0, 4, 7}, kHost), table);
+    FAIL() << "embedding accepted id 7 for 5 rows";
+  } catch (const ptk::Error& e) {
+    EXPECT_STREQ(e.what(), "embedding: token id 7 at position 2 is outside [0, 5) (table shape [5, 8])");
+  }
+  try {
+    ag::cross_entropy(logits, ag::Ids::from_vector({3}, {0, 8, 2}, kHost));
+    FAIL() << "cross_entropy accepted target 8 for 8 classes";
+  } catch (const ptk::Error& e) {
+    EXPECT_STREQ(e.what(),
+                 "cross_entropy: target 8 at row 1 is outside [0, 8) and is not ignore_index -100 (logits shape [3, 8])");
+  }
+}
+
 TEST(Autograd, TwoDevicesInOneOpIsAnError) {
   if (ag::kOneSpace) GTEST_SKIP() << "host-only build: host and default are one space";
   const Var a = Var::zeros({2}, ag::Device::host), b = Var::zeros({2}, ag::Device::device);

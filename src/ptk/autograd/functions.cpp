@@ -48,13 +48,14 @@ void check_ids_device(const char* op, const char* name, const Ids& ids, Device d
             " but the tensors are on ", describe(device));
 }
 
-// Every id in [0, limit) or equal to `allowed`, checked on the ids' host copy (no device read-back).
-void check_ids_range(const char* op, const char* what, const Ids& ids, std::int64_t limit, std::int64_t allowed,
-                     const char* against, const Shape& against_shape) {
+// Every id in [0, limit) or equal to `allowed`, checked on the ids' host copy (no device read-back); the
+// message is the one the ops' device check gives ("<what> <id> at <where> <n> is outside ...").
+void check_ids_range(const char* op, const char* what, const char* where, const Ids& ids, std::int64_t limit,
+                     std::int64_t allowed, const char* against, const Shape& against_shape) {
   const auto& host = ids.host_values();
   for (std::size_t n = 0; n < host.size(); ++n)
     if ((host[n] < 0 || host[n] >= limit) && host[n] != allowed)
-      require(false, op, ": ", what, " ", host[n], " at position ", n, " is outside [0, ", limit, ")",
+      require(false, op, ": ", what, " ", host[n], " at ", where, " ", n, " is outside [0, ", limit, ")",
               allowed == limit ? "" : " and is not ignore_index " + std::to_string(allowed), " (", against, " shape ",
               to_string(against_shape), ")");
 }
@@ -189,7 +190,7 @@ Var embedding(const Ids& ids, const Var& table) {
   return on_device(device, [&](auto tag) {
     using S = typename decltype(tag)::type;
     const auto idv = ids_view<S>(ids);
-    check_ids_range("embedding", "token id", ids, table.shape()[0], table.shape()[0], "table", table.shape());
+    check_ids_range("embedding", "token id", "position", ids, table.shape()[0], table.shape()[0], "table", table.shape());
     Tensor<S> y = ops::embedding(idv, data_of<S>(table), ids.shape(), ops::IdsChecked::yes);
     const ConstIndexVector<S> order = ids.impl().order.get<S>();
     return result<S>("embedding", y, device, {table}, [it = table.shared(), idv, order](VarImpl& out) {
@@ -240,7 +241,7 @@ Var cross_entropy(const Var& logits, const Ids& targets, int ignore_index) {
     using S = typename decltype(tag)::type;
     const Tensor<S> tl = data_of<S>(logits);
     const auto tv = ids_view<S>(targets);
-    check_ids_range("cross_entropy", "target", targets, logits.shape().back(), ignore_index, "logits", logits.shape());
+    check_ids_range("cross_entropy", "target", "row", targets, logits.shape().back(), ignore_index, "logits", logits.shape());
     auto r = ops::cross_entropy(tl, tv, ignore_index, ops::IdsChecked::yes);
     return result<S>("cross_entropy", r.loss, device, {logits},
                      [il = logits.shared(), tl, tv, lse = r.lse, counted = r.counted, ignore_index](VarImpl& out) {

@@ -37,14 +37,12 @@ void global_norm(const Vector<Space>& stats, const Kokkos::View<double*, Space>&
           Kokkos::single(Kokkos::PerTeam(team), [&]() { partial(team.league_rank()) = sum; });
         });
   Kokkos::parallel_for(
-      "ptk::global_norm", Kokkos::TeamPolicy<Space>(1, 1), KOKKOS_LAMBDA(const Team& team) {
-        Kokkos::single(Kokkos::PerTeam(team), [&]() {
-          double squares = 0.0;
-          for (int c = 0; c < n; ++c) squares += partial(c);
-          const double norm = compat::sqrt(squares);
-          stats(0) = static_cast<float>(norm);
-          stats(1) = max_norm > 0 && norm > max_norm ? static_cast<float>(max_norm / norm) : 1.0f;
-        });
+      "ptk::global_norm", Kokkos::RangePolicy<Space>(0, 1), KOKKOS_LAMBDA(const int) {
+        double squares = 0.0;
+        for (int c = 0; c < n; ++c) squares += partial(c);
+        const double norm = compat::sqrt(squares);
+        stats(0) = static_cast<float>(norm);
+        stats(1) = max_norm > 0 && norm > max_norm ? static_cast<float>(max_norm / norm) : 1.0f;
       });
 }
 

@@ -33,7 +33,7 @@ void embedding_backward(const Matrix<Space>& dtable, const ConstMatrix<Space>& d
   const int positions = static_cast<int>(ids.extent(0));
   const int vocab = static_cast<int>(dtable.extent(0)), channels = static_cast<int>(dtable.extent(1));
   // first[v] = index in order of the first position whose id is >= v (a lower bound), v in [0, V].
-  const auto first = work_view<Kokkos::View<int*, Kokkos::LayoutRight, Space>>("ptk::embedding_first", dtable.extent(0) + 1);
+  const auto first = work_view<IndexVector<Space>>("ptk::embedding_first", dtable.extent(0) + 1);
   Kokkos::parallel_for(
       "ptk::embedding_backward_buckets", Kokkos::RangePolicy<Space>(0, vocab + 1), KOKKOS_LAMBDA(const int v) {
         int lo = 0, hi = positions;

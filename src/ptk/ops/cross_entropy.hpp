@@ -16,11 +16,7 @@ struct CrossEntropyOutputs {
   Tensor<Space> losses, lse;
   IndexVector<Space> counted;  // [1]
   float loss_value() const { return loss.to_vector()[0]; }
-  int counted_value() const {
-    int n = 0;
-    Kokkos::deep_copy(Kokkos::View<int, Kokkos::HostSpace>(&n), Kokkos::subview(counted, 0));
-    return n;
-  }
+  int counted_value() const { return index_at<Space>(counted, 0); }
 };
 
 namespace detail {
