@@ -2,10 +2,14 @@
 // one-line message that starts with the file name.
 #include <gtest/gtest.h>
 
+#include <dirent.h>
+
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 
+#include "ptk/io/atomic_file.hpp"
 #include "ptk/io/safetensors.hpp"
 
 namespace {
@@ -90,6 +94,16 @@ TEST(Safetensors, DetectsAFlippedDataByte) {
   EXPECT_TRUE(rejects(bytes, Kind::corrupted, "checksum mismatch"));
 }
 
+// The header has its own CRC: a changed metadata value (here "step": "17" -> "18", same length, so every
+// offset and the data CRC still agree) is caught.
+TEST(Safetensors, DetectsAChangedHeader) {
+  auto bytes = ptk::io::serialize_safetensors(sample());
+  const auto at = bytes.find("\"step\":\"17\"");
+  ASSERT_NE(at, std::string::npos);
+  bytes[at + 9] = '8';
+  EXPECT_TRUE(rejects(bytes, Kind::corrupted, "header checksum mismatch"));
+}
+
 TEST(Safetensors, RejectsForeignFiles) {
   EXPECT_TRUE(rejects("PK\x03\x04 this is a zip file, not a checkpoint", Kind::foreign, "not a safetensors file"));
   EXPECT_TRUE(rejects(file_with_header("[1, 2]  ", ""), Kind::foreign, "not a safetensors file"));
@@ -144,6 +158,38 @@ TEST(Safetensors, UnreadableAndUnwritable) {
   Safetensors bad;
   bad.tensors["w"] = {{2, 2}, {1.0f}};
   EXPECT_THROW(ptk::io::serialize_safetensors(bad), SafetensorsError);
+}
+
+// A write leaves exactly the file (no temporary beside it); a failed write leaves the old file whole; the
+// temporaries of a writer that died are removed by the next write, those of a live process are kept.
+TEST(AtomicFile, LeavesTheOldOrTheNewFileOnly) {
+  const std::string dir = testing::TempDir() + "ptk_atomic_file_test";
+  std::system(("rm -rf '" + dir + "' && mkdir -p '" + dir + "'").c_str());
+  const std::string path = dir + "/ck.safetensors";
+  ptk::io::write_safetensors(path, sample());
+  const auto listing = [&] {
+    std::string names;
+    if (DIR* d = opendir(dir.c_str())) {
+      while (const dirent* e = readdir(d))
+        if (std::string(e->d_name) != "." && std::string(e->d_name) != "..") names += std::string(e->d_name) + " ";
+      closedir(d);
+    }
+    return names;
+  };
+  EXPECT_EQ(listing(), "ck.safetensors ");
+  // pid 1 never goes away; a pid far beyond pid_max is never alive.
+  std::ofstream(dir + "/.ck.safetensors.tmp-1-0") << "live";
+  std::ofstream(dir + "/.ck.safetensors.tmp-2147483646-3") << "dead";
+  std::ofstream(dir + "/.other.tmp-2147483646-3") << "not ours";
+  ptk::io::write_safetensors(path, sample());
+  const auto names = listing();
+  EXPECT_NE(names.find(".ck.safetensors.tmp-1-0"), std::string::npos) << names;
+  EXPECT_EQ(names.find(".ck.safetensors.tmp-2147483646-3"), std::string::npos) << names;
+  EXPECT_NE(names.find(".other.tmp-2147483646-3"), std::string::npos) << names;
+  EXPECT_THROW(ptk::io::check_can_write(dir), ptk::io::FileError);                      // a directory
+  EXPECT_THROW(ptk::io::check_can_write(dir + "/missing/ck.safetensors"), ptk::io::FileError);
+  EXPECT_NO_THROW(ptk::io::check_can_write(dir + "/new.safetensors"));
+  std::system(("rm -rf '" + dir + "'").c_str());
 }
 
 }  // namespace

@@ -12,6 +12,8 @@
 #include <sstream>
 #include <utility>
 
+#include "ptk/io/atomic_file.hpp"
+
 namespace ptk::io {
 namespace {
 
@@ -52,6 +54,14 @@ std::int64_t count_of(const std::vector<std::int64_t>& shape) {
     n *= d;
   }
   return n;
+}
+
+// The CRC-32 of the header's canonical JSON (nlohmann's dump, keys sorted) without kHeaderChecksumKey: it
+// covers every tensor's name, dtype, shape and offsets and every metadata entry, the data CRC included.
+std::string header_crc(Json header) {
+  header["__metadata__"].erase(kHeaderChecksumKey);
+  const std::string text = header.dump();
+  return crc32_hex(text.data(), text.size());
 }
 
 std::uint64_t read_u64(const char* p) {
@@ -104,6 +114,7 @@ std::string serialize_safetensors(const Safetensors& st, const std::string& name
   for (const auto& [k, v] : st.metadata) meta[k] = v;
   meta[kChecksumKey] = crc32_hex(data.data(), data.size());
   header["__metadata__"] = meta;
+  header["__metadata__"][kHeaderChecksumKey] = header_crc(header);
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');
   std::string out(8, '\0');
@@ -113,17 +124,10 @@ std::string serialize_safetensors(const Safetensors& st, const std::string& name
 
 void write_safetensors(const std::string& path, const Safetensors& st) {
   const std::string bytes = serialize_safetensors(st, path);
-  const std::string temp = path + ".partial";
-  errno = 0;
-  std::FILE* f = std::fopen(temp.c_str(), "wb");
-  if (!f) fail(Kind::unreadable, path, std::string("cannot open for writing: ") + std::strerror(errno));
-  bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
-  int err = errno;
-  if (std::fclose(f) != 0 && ok) ok = false, err = errno;
-  if (ok && std::rename(temp.c_str(), path.c_str()) != 0) ok = false, err = errno;
-  if (!ok) {
-    std::remove(temp.c_str());
-    fail(Kind::unreadable, path, std::string("cannot write: ") + std::strerror(err));
+  try {
+    write_file_atomically(path, bytes);
+  } catch (const FileError& e) {
+    throw SafetensorsError(Kind::unreadable, e.what());
   }
 }
 
@@ -204,6 +208,13 @@ Safetensors parse_safetensors(const std::string& bytes, const std::string& name,
   if (at != data.size())
     fail(Kind::invalid, name, "the data section has " + std::to_string(data.size() - at) + " bytes after the last tensor");
 
+  const auto hcrc = out.metadata.find(kHeaderChecksumKey);
+  if (hcrc != out.metadata.end()) {
+    const auto actual = header_crc(header);
+    if (hcrc->second != actual)
+      fail(Kind::corrupted, name, "header checksum mismatch: the header's CRC-32 is " + actual + " but it says " +
+                                      quote(hcrc->second));
+  }
   const auto crc = out.metadata.find(kChecksumKey);
   if (crc != out.metadata.end()) {
     const auto actual = crc32_hex(data.data(), data.size());

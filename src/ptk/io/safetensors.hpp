@@ -4,8 +4,10 @@
 // of 8), then the raw little-endian data. The header maps each tensor name to
 // {"dtype": "F32", "shape": [...], "data_offsets": [begin, end]} (byte offsets into the data section) and
 // may hold "__metadata__", a map of strings to strings. ptk writes the CRC-32 of the data section there,
-// under kChecksumKey, as 8 lowercase hex digits, and checks it on read when it is present (files from other
-// writers have none). Tensors are written sorted by name, back to back, with no gaps.
+// under kChecksumKey, as 8 lowercase hex digits, and a second CRC-32 over the header itself (every tensor's
+// name, shape and offsets and every metadata entry: a flipped `step` is caught too) under
+// kHeaderChecksumKey; each is checked on read when it is present (files from other writers have none).
+// Tensors are written sorted by name, back to back, with no gaps.
 #pragma once
 
 #include <cstdint>
@@ -46,14 +48,16 @@ struct Safetensors {
 };
 
 constexpr const char* kChecksumKey = "crc32";
+constexpr const char* kHeaderChecksumKey = "header_crc32";
 
 // CRC-32 (zlib's, as gzip and PNG) of bytes, as 8 lowercase hex digits.
 std::string crc32_hex(const void* data, std::size_t size);
 
-// The complete file contents; sets metadata[kChecksumKey] (overriding any value given).
+// The complete file contents; sets metadata[kChecksumKey] and [kHeaderChecksumKey] (overriding any given).
 std::string serialize_safetensors(const Safetensors& st, const std::string& name_for_errors = "safetensors");
 
-// Writes to path + ".partial" and renames it into place, so a failed write leaves no file at path.
+// Writes the file atomically (io/atomic_file.hpp: unique temporary, fsync, rename, fsync of the directory):
+// path holds the old file or the new one, never a part.
 void write_safetensors(const std::string& path, const Safetensors& st);
 
 // Parses complete file contents. Every name in `required` must be present (else Kind::foreign).
