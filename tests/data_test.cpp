@@ -71,6 +71,36 @@ TEST(Data, SamplerDrawsFromTheStandardMersenneTwister) {
   EXPECT_EQ(s.next_starts()[0], static_cast<std::int64_t>(ref() % 1000));
 }
 
+// A sampler's state is (seed, draws): rebuilt from them, it continues the same sequence (a resumed run).
+TEST(Data, SamplerResumesFromItsDrawCount) {
+  std::vector<int> tokens(1000);
+  ptk::nn::BatchSampler a(tokens, 3, 16, 77);
+  for (int i = 0; i < 5; ++i) a.next_starts();
+  EXPECT_EQ(a.draws(), 15u);
+  ptk::nn::BatchSampler b(tokens, 3, 16, 77, a.draws());
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(a.next_starts(), b.next_starts()) << "batch " << i;
+  EXPECT_EQ(a.draws(), b.draws());
+}
+
+TEST(Data, ReadsATextUpToALimit) {
+  const std::string path = testing::TempDir() + "ptk_data_limit.txt";
+  std::ofstream(path) << std::string(3000, 'x');
+  EXPECT_EQ(Dataset::read_text(path, 3000).size(), 3000u);
+  try {
+    Dataset::read_text(path, 2999);
+    FAIL() << "no error";
+  } catch (const ptk::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("is larger than the limit of 2999 bytes"), std::string::npos) << e.what();
+  }
+  try {  // endless: stops at the limit
+    Dataset::read_text("/dev/zero", 5000000);
+    FAIL() << "no error";
+  } catch (const ptk::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("/dev/zero is larger than the limit"), std::string::npos) << e.what();
+  }
+  std::remove(path.c_str());
+}
+
 TEST(Data, ValidationWindowsAreConsecutiveAndDropTheTail) {
   std::vector<int> tokens(30);
   for (int i = 0; i < 30; ++i) tokens[static_cast<std::size_t>(i)] = i;

@@ -155,7 +155,11 @@ TEST(Gpt, CheckpointRoundTrip) {
   nn::BatchSampler sampler(data.train, 2, c.block_size, 6);
   for (int i = 0; i < 3; ++i) nn::train_step(model, optimizer, sampler.next(), 1e-3f);
   const std::string path = temp_path("ck.safetensors");
-  nn::save_checkpoint(path, model, data.vocab, 3, &optimizer);
+  nn::RunState run;
+  run.id = "0123456789abcdef";
+  run.step = 3;
+  run.schedule = {1e-3f, 1e-4f, 1, 10};
+  nn::save_checkpoint(path, model, data.vocab, optimizer, run);
 
   const auto ck = nn::load_checkpoint(path);
   EXPECT_EQ(ck.step, 3);
@@ -167,7 +171,8 @@ TEST(Gpt, CheckpointRoundTrip) {
   for (const auto& [name, var] : model.parameters()) EXPECT_EQ(var.values(), loaded.parameter(name).values()) << name;
   EXPECT_EQ(nn::evaluate(model, data.val, 4), nn::evaluate(loaded, data.val, 4));
   nn::Adamw restored(loaded.parameters(), nn::AdamwConfig{});
-  EXPECT_TRUE(nn::load_optimizer_state(path, restored, ck.step));
+  ASSERT_TRUE(ck.training.has_value());
+  nn::restore_optimizer(restored, *ck.training);
   EXPECT_EQ(restored.steps_taken(), 3);
   // The next step from the restored state equals the next step of the original run.
   const auto batch = sampler.next();
@@ -198,10 +203,10 @@ TEST(Gpt, CheckpointRoundTrip) {
   std::string flipped = bytes;
   flipped[flipped.size() - 5] ^= 0x10;
   expect_kind(flipped, io::SafetensorsError::Kind::corrupted, "a corrupted");
-  expect_kind(slurp(nn::optimizer_path(path)), io::SafetensorsError::Kind::foreign, "an optimizer-state (not a model)");
+  expect_kind(slurp(nn::state_path(path, 3)), io::SafetensorsError::Kind::foreign, "a training-state (not a model)");
   expect_kind("\x93NUMPY not a checkpoint at all, just some bytes", io::SafetensorsError::Kind::foreign, "a foreign");
   std::remove(path.c_str());
-  std::remove(nn::optimizer_path(path).c_str());
+  std::remove(nn::state_path(path, 3).c_str());
 }
 
 }  // namespace

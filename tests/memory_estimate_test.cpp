@@ -46,4 +46,16 @@ TEST(MemoryEstimate, ActivationsScaleWithBatch) {
   EXPECT_EQ(two.parameters, one.parameters);
 }
 
+// Hostile shapes saturate at the int64 maximum instead of overflowing into small or negative sizes.
+TEST(MemoryEstimate, HugeShapesSaturate) {
+  const auto wide = ptk::nn::estimate_training_memory({100, 4, 100000, 64, 70, 16});
+  EXPECT_GT(wide.total_bytes(), std::int64_t{1} << 44);  // 12·100·1e10 parameters: > 16 TiB
+  const auto absurd = ptk::nn::estimate_training_memory({2147483647, 1, 2147483647, 2147483647, 256, 2147483647});
+  EXPECT_EQ(absurd.parameters, ptk::nn::MemoryEstimate::kSaturated);
+  EXPECT_EQ(absurd.total_bytes(), ptk::nn::MemoryEstimate::kSaturated);
+  const auto long_block = ptk::nn::estimate_training_memory({4, 4, 128, 2147483647, 70, 16});
+  EXPECT_GT(long_block.activations, 0);
+  EXPECT_GT(long_block.total_bytes(), std::int64_t{1} << 50);
+}
+
 }  // namespace

@@ -27,7 +27,7 @@ tiny=(--layers 1 --heads 2 --width 16 --block 16 --batch 4 --device host)
 cat "$dir/train"
 trained=$(val_loss "$dir/train")
 [ -n "$trained" ] || fail "no 'val loss' line"
-[ -f "$dir/ck.optim.safetensors" ] || fail "no optimizer state beside the checkpoint"
+[ -f "$dir/ck.state-20.safetensors" ] || fail "no training state beside the checkpoint: $(ls "$dir")"
 
 "$ptk" train --load "$dir/ck.safetensors" --eval-only --device host >"$dir/eval" 2>&1 || fail "eval-only: $(cat "$dir/eval")"
 [ "$(val_loss "$dir/eval")" = "$trained" ] || fail "--eval-only gives $(val_loss "$dir/eval"), training printed $trained"
@@ -50,7 +50,7 @@ cp "$dir/ck.safetensors" "$dir/corrupt.safetensors"
 printf '\x7f' | dd of="$dir/corrupt.safetensors" bs=1 seek=$((size - 7)) conv=notrunc status=none
 expect_refusal "corrupted checkpoint" corrupted "$ptk" train --load "$dir/corrupt.safetensors" --eval-only
 expect_refusal "foreign file" foreign "$ptk" train --load "$text" --eval-only
-expect_refusal "optimizer file as model" foreign "$ptk" train --load "$dir/ck.optim.safetensors" --eval-only
+expect_refusal "training state as model" foreign "$ptk" train --load "$dir/ck.state-20.safetensors" --eval-only
 expect_refusal "unknown option" "--nope" "$ptk" train --nope
 expect_refusal "width not divisible by heads" "divisible" "$ptk" train --heads 3 --width 16 --steps 1
 expect_refusal "disagreeing --layers" "n_layer" "$ptk" train --load "$dir/ck.safetensors" --layers 2 --eval-only

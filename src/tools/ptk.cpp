@@ -1,6 +1,7 @@
 // ptk: the command-line tool. `ptk info`, `ptk op`, `ptk bench` (see `ptk --help`).
 #include <Kokkos_Core.hpp>
 
+#include <csignal>
 #include <cstdlib>
 #include <exception>
 #include <iostream>
@@ -12,6 +13,7 @@
 #include "commands.hpp"
 #include "ptk/core/error.hpp"
 #include "ptk/core/runtime.hpp"
+#include "ptk/io/atomic_file.hpp"
 #include "ptk/io/npy.hpp"
 #include "ptk/io/safetensors.hpp"
 
@@ -27,8 +29,10 @@ const char* const kUsage = R"(usage:
                                              benchmark sweeps, one process per implementation
                                              -> DIR/report.md, DIR/*.png, DIR/bench.json
   ptk train [--data FILE] [--steps N] [--batch B] [--block T] [--layers L] [--heads H] [--width C]
-            [--lr LR] [--seed S] [--save CKPT] [--load CKPT] [--eval-only] [--sample N]
-            [--device host|default]          train a GPT-2-style byte-level model (ptk train --help)
+            [--lr LR] [--seed S] [--save CKPT] [--save-every N] [--load CKPT] [--weights-only]
+            [--eval-every N] [--log FILE] [--eval-only] [--sample N] [--device host|default]
+                                             train a GPT-2-style byte-level model (ptk train --help);
+                                             --load CKPT continues a saved run bit for bit
 Exit status: 0 on success, 2 on bad input (one-line message on stderr).
 )";
 
@@ -46,6 +50,9 @@ int main(int argc, char** argv) {
   // Before Kokkos starts (no OMP_PROC_BIND warning); ptk bench's processes inherit the setting.
   ptk::runtime::set_openmp_defaults();
   ptk::runtime::keep_freed_memory();
+  // A write beyond a file-size limit (ulimit -f) fails with EFBIG and is reported, instead of killing the
+  // process in the middle of a checkpoint.
+  std::signal(SIGXFSZ, SIG_IGN);
 
   const std::string command = argc > 1 ? argv[1] : "";
   if (command.empty() || command == "--help" || command == "-h" || command == "help") {
@@ -87,8 +94,14 @@ int main(int argc, char** argv) {
     std::cerr << "ptk: " << e.what() << '\n';
   } catch (const ptk::io::NpyError& e) {
     std::cerr << "ptk: " << e.what() << '\n';
+  } catch (const ptk::io::FileError& e) {
+    std::cerr << "ptk: " << e.what() << '\n';
+  } catch (const std::bad_alloc& e) {
+    std::cerr << "ptk: out of memory (" << e.what() << ")\n";
   } catch (const std::exception& e) {
-    std::cerr << "ptk: internal error: " << e.what() << '\n';
+    std::string what = e.what();
+    what = what.substr(0, what.find('\n'));
+    std::cerr << "ptk: internal error: " << what << '\n';
     return 1;
   }
   return 2;

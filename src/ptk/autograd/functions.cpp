@@ -300,8 +300,8 @@ void GradNorm::operator()(const Var& stats, float max_norm) {
     if (chunks.size() != table.host.size() || !std::equal(chunks.begin(), chunks.end(), table.host.begin(), same)) {
       // The first step (gradients are created by the first backward) or a change of parameters.
       table.host = chunks;
-      table.chunks = Kokkos::View<kernels::GradChunk*, S>("ptk::grad_chunks", chunks.size());
-      table.partial = Kokkos::View<double*, S>("ptk::grad_partials", chunks.size());
+      table.chunks = allocate<Kokkos::View<kernels::GradChunk*, S>>("ptk::grad_chunks", true, chunks.size());
+      table.partial = allocate<Kokkos::View<double*, S>>("ptk::grad_partials", true, chunks.size());
       Kokkos::deep_copy(table.chunks, Kokkos::View<const kernels::GradChunk*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
                                           chunks.data(), chunks.size()));
     }

@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "ptk/core/allocate.hpp"
+
 namespace ptk {
 
 namespace detail {
@@ -46,7 +48,7 @@ class BufferPool {
       registered() = true;
       detail::PoolRegistry::get().clears.push_back(&BufferPool::clear);
     }
-    list.push_back(ViewType(Kokkos::view_alloc(Kokkos::WithoutInitializing, label), extents...));
+    list.push_back(allocate<ViewType>(label, false, extents...));
     return list.back();
   }
 
@@ -69,8 +71,7 @@ class BufferPool {
 // buffers are reused, else a new allocation.
 template <class ViewType, class... Extents>
 ViewType work_view(const std::string& label, Extents... extents) {
-  return buffers_reused() ? BufferPool<ViewType>::take(label, extents...)
-                          : ViewType(Kokkos::view_alloc(Kokkos::WithoutInitializing, label), extents...);
+  return buffers_reused() ? BufferPool<ViewType>::take(label, extents...) : allocate<ViewType>(label, false, extents...);
 }
 
 // While alive, Tensor allocations reuse cached buffers (see above). Scopes nest; the outermost one's

@@ -130,7 +130,23 @@ std::size_t meminfo(const char* wanted) {
 }
 }  // namespace
 
-std::size_t host_available_bytes() { return meminfo("MemAvailable:"); }
+// A number from a cgroup v2 file, 0 when absent or "max" (no limit).
+static std::size_t cgroup_value(const char* file) {
+  std::ifstream in(std::string("/sys/fs/cgroup/") + file);
+  unsigned long long v = 0;
+  return in >> v ? static_cast<std::size_t>(v) : 0;
+}
+
+std::size_t host_available_bytes() {
+  std::size_t available = meminfo("MemAvailable:");
+  // In a container the cgroup's limit is what counts: the kernel kills the process at memory.max.
+  const std::size_t limit = cgroup_value("memory.max"), used = cgroup_value("memory.current");
+  if (limit > 0) {
+    const std::size_t left = limit > used ? limit - used : 0;
+    if (available == 0 || left < available) available = left;
+  }
+  return available;
+}
 void keep_freed_memory() {
 #if defined(__GLIBC__)
   mallopt(M_MMAP_THRESHOLD, 32 << 20);   // glibc's largest allowed threshold on 64-bit

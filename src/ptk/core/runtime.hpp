@@ -67,7 +67,8 @@ void set_openmp_defaults();
 // same sizes come back each step). Call it once, early; ptk and the test programs do.
 void keep_freed_memory();
 
-// Host memory the kernel reports as available for new allocations (MemAvailable), 0 if unknown.
+// Host memory available for new allocations: MemAvailable, or less where a cgroup v2 limit (memory.max minus
+// memory.current) leaves less; 0 if unknown.
 std::size_t host_available_bytes();
 std::size_t host_total_bytes();
 

@@ -154,10 +154,8 @@ class Tensor {
     if (cached) {
       storage_ = BufferPool<Storage>::take(label, n);
       if (init == Init::zeros) fill<Space>(storage_, 0.0f);
-    } else if (init == Init::zeros) {
-      storage_ = Storage(label, n);
     } else {
-      storage_ = Storage(Kokkos::view_alloc(Kokkos::WithoutInitializing, label), n);
+      storage_ = allocate<Storage>(label, init == Init::zeros, n);
     }
 #if !defined(NDEBUG)
     if (init == Init::none) fill<Space>(storage_, __builtin_nanf(""));

@@ -79,6 +79,7 @@ const char* to_string(SafetensorsError::Kind kind) {
     case Kind::corrupted: return "corrupted";
     case Kind::foreign: return "foreign";
     case Kind::invalid: return "invalid";
+    case Kind::unpaired: return "unpaired";
   }
   return "unknown";
 }
@@ -122,13 +123,15 @@ std::string serialize_safetensors(const Safetensors& st, const std::string& name
   return out + text + data;
 }
 
-void write_safetensors(const std::string& path, const Safetensors& st) {
+std::string write_safetensors(const std::string& path, const Safetensors& st) {
   const std::string bytes = serialize_safetensors(st, path);
   try {
     write_file_atomically(path, bytes);
   } catch (const FileError& e) {
     throw SafetensorsError(Kind::unreadable, e.what());
   }
+  const auto n = read_u64(bytes.data());
+  return Json::parse(bytes.begin() + 8, bytes.begin() + 8 + static_cast<std::ptrdiff_t>(n))["__metadata__"][kHeaderChecksumKey];
 }
 
 Safetensors parse_safetensors(const std::string& bytes, const std::string& name, const std::vector<std::string>& required) {
@@ -234,6 +237,26 @@ Safetensors read_safetensors(const std::string& path, const std::vector<std::str
   buf << in.rdbuf();
   if (in.bad()) fail(Kind::unreadable, path, "cannot read file");
   return parse_safetensors(buf.str(), path, required);
+}
+
+}  // namespace ptk::io
+
+namespace ptk::io {
+
+std::map<std::string, std::string> peek_safetensors_metadata(const std::string& path) {
+  std::map<std::string, std::string> out;
+  std::ifstream in(path, std::ios::binary);
+  char length[8];
+  if (!in.read(length, 8)) return out;
+  const std::uint64_t n = read_u64(length);
+  if (n == 0 || n > kMaxHeader) return out;
+  std::string text(static_cast<std::size_t>(n), '\0');
+  if (!in.read(text.data(), static_cast<std::streamsize>(n))) return out;
+  const Json header = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!header.is_object() || !header.contains("__metadata__") || !header["__metadata__"].is_object()) return out;
+  for (const auto& [k, v] : header["__metadata__"].items())
+    if (v.is_string()) out[k] = v.get<std::string>();
+  return out;
 }
 
 }  // namespace ptk::io

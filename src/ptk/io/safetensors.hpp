@@ -27,6 +27,7 @@ class SafetensorsError : public std::runtime_error {
     corrupted,   // the data does not match its CRC-32
     foreign,     // not a safetensors file, a dtype other than F32, or a required tensor missing
     invalid,     // a safetensors file that breaks the format: bad JSON, bad offsets or shapes, trailing data
+    unpaired,    // files that must belong together (a model and its training state) do not
   };
   SafetensorsError(Kind kind, const std::string& message) : std::runtime_error(message), kind_(kind) {}
   Kind kind() const { return kind_; }
@@ -57,12 +58,17 @@ std::string crc32_hex(const void* data, std::size_t size);
 std::string serialize_safetensors(const Safetensors& st, const std::string& name_for_errors = "safetensors");
 
 // Writes the file atomically (io/atomic_file.hpp: unique temporary, fsync, rename, fsync of the directory):
-// path holds the old file or the new one, never a part.
-void write_safetensors(const std::string& path, const Safetensors& st);
+// path holds the old file or the new one, never a part. Returns the file's header CRC-32 (kHeaderChecksumKey),
+// which fingerprints the whole file: another file can name it to be paired with exactly this one.
+std::string write_safetensors(const std::string& path, const Safetensors& st);
 
 // Parses complete file contents. Every name in `required` must be present (else Kind::foreign).
 Safetensors parse_safetensors(const std::string& bytes, const std::string& name_for_errors,
                               const std::vector<std::string>& required = {});
 Safetensors read_safetensors(const std::string& path, const std::vector<std::string>& required = {});
+
+// The __metadata__ of the file at path, read from its header alone (no data, no checks); empty when the file
+// is missing or is not safetensors. For housekeeping (which files an old checkpoint named), never for loading.
+std::map<std::string, std::string> peek_safetensors_metadata(const std::string& path);
 
 }  // namespace ptk::io

@@ -1,9 +1,13 @@
 #include "ptk/nn/checkpoint.hpp"
 
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <sstream>
 
+#include "ptk/io/atomic_file.hpp"
 #include "ptk/io/safetensors.hpp"
 
 namespace ptk::nn {
@@ -16,22 +20,51 @@ SafetensorsError foreign(const std::string& path, const std::string& what) {
   return SafetensorsError(SafetensorsError::Kind::foreign, path + ": not a ptk model checkpoint: " + what);
 }
 
+std::string join(const std::string& dir, const std::string& name) { return dir == "." ? name : dir + "/" + name; }
+
 std::string vocab_to_string(const Vocab& vocab) {
   std::string s;
   for (unsigned char b : vocab.bytes()) s += (s.empty() ? "" : ",") + std::to_string(static_cast<int>(b));
   return s;
 }
 
-int metadata_int(const io::Safetensors& st, const std::string& path, const std::string& key) {
-  const auto it = st.metadata.find(key);
-  if (it == st.metadata.end()) throw foreign(path, "__metadata__ has no '" + key + "'");
+const std::string& metadata_text(const std::map<std::string, std::string>& meta, const std::string& path,
+                                 const std::string& key) {
+  const auto it = meta.find(key);
+  if (it == meta.end()) throw foreign(path, "__metadata__ has no '" + key + "'");
+  return it->second;
+}
+
+std::uint64_t metadata_u64(const std::map<std::string, std::string>& meta, const std::string& path, const std::string& key,
+                           std::uint64_t max) {
+  const std::string& text = metadata_text(meta, path, key);
   try {
     std::size_t used = 0;
-    const long value = std::stol(it->second, &used);
-    if (used == it->second.size() && value >= 0 && value <= 1L << 30) return static_cast<int>(value);
+    const unsigned long long value = std::stoull(text, &used);
+    if (used == text.size() && !text.empty() && text[0] != '-' && value <= max) return value;
   } catch (const std::exception&) {
   }
-  throw foreign(path, "__metadata__ '" + key + "' is '" + it->second + "', not a non-negative integer");
+  throw foreign(path, "__metadata__ '" + key + "' is '" + text + "', not an integer in [0, " + std::to_string(max) + "]");
+}
+
+int metadata_int(const std::map<std::string, std::string>& meta, const std::string& path, const std::string& key) {
+  return static_cast<int>(metadata_u64(meta, path, key, std::uint64_t{1} << 30));
+}
+
+float metadata_float(const std::map<std::string, std::string>& meta, const std::string& path, const std::string& key) {
+  const std::string& text = metadata_text(meta, path, key);
+  char* end = nullptr;
+  const float value = std::strtof(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !std::isfinite(value) || value < 0)
+    throw foreign(path, "__metadata__ '" + key + "' is '" + text + "', not a finite non-negative number");
+  return value;
+}
+
+// Nine significant digits: every float prints to a text that reads back to the same float.
+std::string exact(float x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", static_cast<double>(x));
+  return buf;
 }
 
 Vocab parse_vocab(const std::string& text, const std::string& path) {
@@ -62,45 +95,143 @@ io::Safetensors to_safetensors(const NamedParameters& params) {
   return st;
 }
 
-}  // namespace
-
-std::string optimizer_path(const std::string& checkpoint_path) {
-  const std::string ext = ".safetensors";
-  if (checkpoint_path.size() > ext.size() &&
-      checkpoint_path.compare(checkpoint_path.size() - ext.size(), ext.size(), ext) == 0)
-    return checkpoint_path.substr(0, checkpoint_path.size() - ext.size()) + ".optim" + ext;
-  return checkpoint_path + ".optim" + ext;
-}
-
-void save_checkpoint(const std::string& path, const Gpt& model, const Vocab& vocab, int step, const Adamw* optimizer) {
+std::map<std::string, std::string> model_metadata(const Gpt& model, const Vocab& vocab, int step) {
   const auto& c = model.config();
   require(vocab.size() == c.vocab_size, "checkpoint: the vocabulary has ", vocab.size(), " bytes, the model ",
           c.vocab_size);
-  io::Safetensors st = to_safetensors(model.parameters());
-  st.metadata = {{"n_layer", std::to_string(c.n_layer)},       {"n_head", std::to_string(c.n_head)},
-                 {"n_embd", std::to_string(c.n_embd)},         {"block_size", std::to_string(c.block_size)},
-                 {"vocab_size", std::to_string(c.vocab_size)}, {"vocab", vocab_to_string(vocab)},
-                 {"step", std::to_string(step)}};
-  io::write_safetensors(path, st);
-  if (optimizer) {
-    io::Safetensors state = to_safetensors(optimizer->state());
-    state.metadata = {{"step", std::to_string(optimizer->steps_taken())}};
-    io::write_safetensors(optimizer_path(path), state);
-  }
+  return {{"n_layer", std::to_string(c.n_layer)},       {"n_head", std::to_string(c.n_head)},
+          {"n_embd", std::to_string(c.n_embd)},         {"block_size", std::to_string(c.block_size)},
+          {"vocab_size", std::to_string(c.vocab_size)}, {"vocab", vocab_to_string(vocab)},
+          {"step", std::to_string(step)}};
 }
 
-Checkpoint load_checkpoint(const std::string& path) {
+std::map<std::string, std::string> run_metadata(const RunState& r, int optimizer_steps) {
+  return {{"run_id", r.id},
+          {"step", std::to_string(r.step)},
+          {"optimizer_steps", std::to_string(optimizer_steps)},
+          {"lr", exact(r.schedule.lr)},
+          {"min_lr", exact(r.schedule.min_lr)},
+          {"warmup", std::to_string(r.schedule.warmup)},
+          {"steps", std::to_string(r.schedule.steps)},
+          {"batch", std::to_string(r.batch)},
+          {"seed", std::to_string(r.seed)},
+          {"sampler_draws", std::to_string(r.sampler_draws)},
+          {"data_bytes", std::to_string(r.data_bytes)},
+          {"data_crc32", r.data_crc32}};
+}
+
+RunState parse_run(const std::map<std::string, std::string>& m, const std::string& path) {
+  RunState r;
+  r.id = metadata_text(m, path, "run_id");
+  r.step = metadata_int(m, path, "step");
+  r.schedule.lr = metadata_float(m, path, "lr");
+  r.schedule.min_lr = metadata_float(m, path, "min_lr");
+  r.schedule.warmup = metadata_int(m, path, "warmup");
+  r.schedule.steps = metadata_int(m, path, "steps");
+  r.batch = metadata_int(m, path, "batch");
+  r.seed = metadata_u64(m, path, "seed", ~std::uint64_t{0} - 2);
+  r.sampler_draws = metadata_u64(m, path, "sampler_draws", ~std::uint64_t{0});
+  r.data_bytes = static_cast<std::int64_t>(metadata_u64(m, path, "data_bytes", std::uint64_t{1} << 62));
+  r.data_crc32 = metadata_text(m, path, "data_crc32");
+  return r;
+}
+
+// Removes the training state that the model file at path named before it was replaced (unless it is the
+// one just written): it belongs to no checkpoint any more.
+void remove_replaced_state(const std::string& path, const std::map<std::string, std::string>& before,
+                           const std::string& kept_file) {
+  const auto old = before.find("state_file");
+  if (old == before.end() || old->second == kept_file || old->second.find('/') != std::string::npos) return;
+  io::remove_file(join(io::directory_of(path), old->second));
+}
+
+}  // namespace
+
+std::string state_path(const std::string& checkpoint_path, int step) {
+  const std::string ext = ".safetensors", suffix = ".state-" + std::to_string(step) + ext;
+  if (checkpoint_path.size() > ext.size() &&
+      checkpoint_path.compare(checkpoint_path.size() - ext.size(), ext.size(), ext) == 0)
+    return checkpoint_path.substr(0, checkpoint_path.size() - ext.size()) + suffix;
+  return checkpoint_path + suffix;
+}
+
+void save_model(const std::string& path, const Gpt& model, const Vocab& vocab, int step) {
+  const auto before = io::peek_safetensors_metadata(path);
+  io::Safetensors st = to_safetensors(model.parameters());
+  st.metadata = model_metadata(model, vocab, step);
+  io::write_safetensors(path, st);
+  remove_replaced_state(path, before, "");
+}
+
+void save_checkpoint(const std::string& path, const Gpt& model, const Vocab& vocab, const Adamw& optimizer,
+                     const RunState& run) {
+  const auto before = io::peek_safetensors_metadata(path);
+  const std::string state_file = state_path(path, run.step);
+  io::Safetensors state = to_safetensors(optimizer.state());
+  state.metadata = run_metadata(run, optimizer.steps_taken());
+  const std::string state_crc = io::write_safetensors(state_file, state);
+
+  io::Safetensors st = to_safetensors(model.parameters());
+  st.metadata = model_metadata(model, vocab, run.step);
+  st.metadata["run_id"] = run.id;
+  st.metadata["state_file"] = io::file_name_of(state_file);
+  st.metadata["state_crc32"] = state_crc;
+  io::write_safetensors(path, st);
+  remove_replaced_state(path, before, io::file_name_of(state_file));
+}
+
+namespace {
+
+SafetensorsError unpaired(const std::string& path, const std::string& what) {
+  return SafetensorsError(SafetensorsError::Kind::unpaired, path + ": " + what);
+}
+
+// The training state the model file names, checked against it: its fingerprint, run and step, and a moment of
+// every parameter's shape.
+TrainingState load_training_state(const std::string& path, const Checkpoint& ck, const std::string& run_id,
+                                  const std::string& crc) {
+  TrainingState state;
+  state.path = join(io::directory_of(path), ck.state_file);
+  if (!std::ifstream(state.path).good())
+    throw unpaired(path, "its training state " + state.path +
+                             " is missing (moved, or removed by hand); --weights-only starts a new run from the weights");
+  const io::Safetensors st = io::read_safetensors(state.path);
+  const auto got = st.metadata.find(io::kHeaderChecksumKey);
+  state.run = parse_run(st.metadata, state.path);
+  if (got == st.metadata.end() || got->second != crc || state.run.id != run_id || state.run.step != ck.step)
+    throw unpaired(path, "its training state " + state.path + " is from run " + state.run.id + " step " +
+                             std::to_string(state.run.step) + ", not this model's run " + run_id + " step " +
+                             std::to_string(ck.step) + " (or was rewritten); --weights-only starts a new run");
+  state.optimizer_steps = metadata_int(st.metadata, state.path, "optimizer_steps");
+  for (const auto& np : parameter_shapes(ck.config))
+    for (const std::string moment : {"m.", "v."}) {
+      const std::string name = moment + np.first;
+      const auto it = st.tensors.find(name);
+      if (it == st.tensors.end()) throw foreign(state.path, "no tensor '" + name + "'");
+      if (it->second.shape != np.second)
+        throw foreign(state.path, "tensor '" + name + "' has shape " + to_string(it->second.shape) +
+                                      ", the model's is " + to_string(np.second));
+      state.moments.emplace_back(name, it->second.data);
+    }
+  if (st.tensors.size() != state.moments.size())
+    throw foreign(state.path, std::to_string(st.tensors.size()) + " tensors, expected " +
+                                  std::to_string(state.moments.size()) + " (m and v of every parameter)");
+  return state;
+}
+
+}  // namespace
+
+Checkpoint load_checkpoint(const std::string& path, bool with_training_state) {
   const io::Safetensors st = io::read_safetensors(path);
+  const auto& meta = st.metadata;
   Checkpoint ck;
-  ck.config.n_layer = metadata_int(st, path, "n_layer");
-  ck.config.n_head = metadata_int(st, path, "n_head");
-  ck.config.n_embd = metadata_int(st, path, "n_embd");
-  ck.config.block_size = metadata_int(st, path, "block_size");
-  ck.config.vocab_size = metadata_int(st, path, "vocab_size");
-  ck.step = metadata_int(st, path, "step");
-  const auto vocab = st.metadata.find("vocab");
-  if (vocab == st.metadata.end()) throw foreign(path, "__metadata__ has no 'vocab'");
-  ck.vocab = parse_vocab(vocab->second, path);
+  ck.config.n_layer = metadata_int(meta, path, "n_layer");
+  ck.config.n_head = metadata_int(meta, path, "n_head");
+  ck.config.n_embd = metadata_int(meta, path, "n_embd");
+  ck.config.block_size = metadata_int(meta, path, "block_size");
+  ck.config.vocab_size = metadata_int(meta, path, "vocab_size");
+  ck.step = metadata_int(meta, path, "step");
+  ck.vocab = parse_vocab(metadata_text(meta, path, "vocab"), path);
   if (ck.vocab.size() != ck.config.vocab_size)
     throw foreign(path, "vocab lists " + std::to_string(ck.vocab.size()) + " bytes but vocab_size is " +
                             std::to_string(ck.config.vocab_size));
@@ -123,6 +254,14 @@ Checkpoint load_checkpoint(const std::string& path) {
       for (const auto& p : ck.parameters) known = known || p.first == t.first;
       if (!known) throw foreign(path, "unexpected tensor '" + t.first + "'");
     }
+  const auto state_file = meta.find("state_file");
+  if (state_file != meta.end()) {
+    ck.state_file = state_file->second;
+    if (ck.state_file.empty() || ck.state_file.find('/') != std::string::npos)
+      throw foreign(path, "__metadata__ 'state_file' is '" + ck.state_file + "', not a file name");
+    if (with_training_state)
+      ck.training = load_training_state(path, ck, metadata_text(meta, path, "run_id"), metadata_text(meta, path, "state_crc32"));
+  }
   return ck;
 }
 
@@ -130,18 +269,12 @@ void assign_parameters(const Gpt& model, const Checkpoint& checkpoint) {
   for (const auto& p : checkpoint.parameters) model.parameter(p.first).assign(p.second);
 }
 
-bool load_optimizer_state(const std::string& path, Adamw& optimizer, int step) {
-  const std::string file = optimizer_path(path);
-  if (!std::ifstream(file).good()) return false;
-  const io::Safetensors st = io::read_safetensors(file);
-  std::vector<std::pair<std::string, std::vector<float>>> tensors;
-  for (const auto& t : st.tensors) tensors.emplace_back(t.first, t.second.data);
+void restore_optimizer(Adamw& optimizer, const TrainingState& state) {
   try {
-    optimizer.load_state(tensors, step);
+    optimizer.load_state(state.moments, state.optimizer_steps);
   } catch (const Error& e) {
-    throw SafetensorsError(SafetensorsError::Kind::foreign, file + ": " + e.what());
+    throw SafetensorsError(SafetensorsError::Kind::foreign, state.path + ": " + e.what());
   }
-  return true;
 }
 
 }  // namespace ptk::nn

@@ -1,9 +1,21 @@
 #pragma once
-// Checkpoints: a safetensors file with one F32 tensor per model parameter under its GPT-2 name and, in
-// __metadata__, n_layer, n_head, n_embd, block_size, vocab_size, vocab (the byte values in id order,
-// comma-separated decimal), step, and crc32 (CRC-32 of the data section, checked on load). The optimizer's
-// moments go in a second safetensors file beside it (optimizer_path), as m.<name> and v.<name>, so the model
-// file holds exactly the model. Values are host floats: a checkpoint written on one target loads on another.
+// Checkpoints: two safetensors files that are a pair.
+//
+// The model file (path) holds one F32 tensor per model parameter under its GPT-2 name and, in __metadata__,
+// n_layer, n_head, n_embd, block_size, vocab_size, vocab (the byte values in id order, comma-separated
+// decimal), step, and io's two CRC-32s (data, header). It is exactly the model: any GPT-2 reader loads it.
+//
+// The training state (state_path(path, step), beside it: "run.safetensors" -> "run.state-200.safetensors")
+// holds the optimizer's moments (m.<name>, v.<name>) and, in __metadata__, the run (train.hpp's RunState:
+// run id, step, schedule, batch, seed, sampler draws, the text's size and CRC) and the optimizer's step count.
+// The model file names it (state_file), with its run id and its header CRC (state_crc32), which fingerprints
+// the whole state file. A reader therefore never pairs files of different steps or runs.
+//
+// Saving writes the state file first, then the model file, each atomically (io/atomic_file.hpp), then removes
+// the state file the previous model file named. A process killed at any moment leaves the previous pair or
+// the new one: the model file switches from one to the other in a single rename, and the state file it names
+// exists before and after. Values are host floats: a checkpoint written on one target loads on another.
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -11,33 +23,46 @@
 #include "ptk/nn/adamw.hpp"
 #include "ptk/nn/data.hpp"
 #include "ptk/nn/gpt.hpp"
+#include "ptk/nn/train.hpp"
 
 namespace ptk::nn {
 
-// "run.safetensors" -> "run.optim.safetensors"; any other name gets ".optim.safetensors" appended.
-std::string optimizer_path(const std::string& checkpoint_path);
+// "run.safetensors" -> "run.state-<step>.safetensors"; any other name gets ".state-<step>.safetensors".
+std::string state_path(const std::string& checkpoint_path, int step);
 
-// Writes the model (and, with optimizer, its state beside it). Each file is written whole and renamed into
-// place, so a failed save leaves no partial file.
-void save_checkpoint(const std::string& path, const Gpt& model, const Vocab& vocab, int step,
-                     const Adamw* optimizer = nullptr);
+// The model alone (an export, or `--eval-only --save`): a later load starts a new run from its weights.
+void save_model(const std::string& path, const Gpt& model, const Vocab& vocab, int step);
+
+// The model and its training state, paired (above); step = run.step.
+void save_checkpoint(const std::string& path, const Gpt& model, const Vocab& vocab, const Adamw& optimizer,
+                     const RunState& run);
+
+struct TrainingState {
+  std::string path;
+  RunState run;
+  int optimizer_steps = 0;
+  std::vector<std::pair<std::string, std::vector<float>>> moments;
+};
 
 struct Checkpoint {
   GptConfig config;
   Vocab vocab;
   int step = 0;
   std::vector<std::pair<std::string, std::vector<float>>> parameters;  // in the model's order
+  std::string state_file;                // the training state the model file names; "" for a model alone
+  std::optional<TrainingState> training;  // loaded when asked for and named
 };
 
-// Reads and checks a model checkpoint. A file that is truncated, fails its checksum or is not a ptk model
-// (not safetensors, metadata or a parameter missing, a shape that disagrees with the metadata) throws
-// io::SafetensorsError whose one-line what() says which.
-Checkpoint load_checkpoint(const std::string& path);
+// Reads and checks a checkpoint, with its training state when with_training_state and the model file names
+// one. Throws io::SafetensorsError whose one-line what() says what is wrong: a file truncated, failing a
+// checksum or not a ptk model (metadata or a parameter missing, a shape that disagrees with the metadata);
+// or (Kind::unpaired) a named training state that is missing or belongs to another run or step.
+Checkpoint load_checkpoint(const std::string& path, bool with_training_state = true);
 
 // Copies the checkpoint's parameters into a model built from its config.
 void assign_parameters(const Gpt& model, const Checkpoint& checkpoint);
 
-// Restores optimizer state from optimizer_path(path) when that file exists; returns whether it did.
-bool load_optimizer_state(const std::string& path, Adamw& optimizer, int step);
+// Copies the moments and the step count into an optimizer over the same model.
+void restore_optimizer(Adamw& optimizer, const TrainingState& state);
 
 }  // namespace ptk::nn

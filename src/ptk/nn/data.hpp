@@ -100,14 +100,24 @@ struct Dataset {
 
   static Dataset from_file(const std::string& path) { return from_text(read_text(path)); }
 
-  static std::string read_text(const std::string& path) {
+  // ptk reads a text whole (and holds its tokens as ints, 4 bytes a byte): a text larger than this is
+  // refused rather than read until memory runs out (`--data /dev/zero`).
+  static constexpr std::int64_t kMaxTextBytes = std::int64_t{1} << 30;
+
+  static std::string read_text(const std::string& path, std::int64_t max_bytes = kMaxTextBytes) {
     std::ifstream in(path, std::ios::binary);
     require(static_cast<bool>(in), "data: cannot open ", path);
-    std::ostringstream s;
-    s << in.rdbuf();
+    std::string text;
+    std::vector<char> chunk(1 << 20);
+    while (in) {
+      in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+      text.append(chunk.data(), static_cast<std::size_t>(in.gcount()));
+      require(static_cast<std::int64_t>(text.size()) <= max_bytes, "data: ", path, " is larger than the limit of ",
+              max_bytes, " bytes on a training text (it is read whole into memory)");
+    }
     require(!in.bad(), "data: cannot read ", path);
-    require(!s.str().empty(), "data: ", path, " is empty");
-    return s.str();
+    require(!text.empty(), "data: ", path, " is empty");
+    return text;
   }
 };
 
@@ -132,13 +142,17 @@ inline Batch make_batch(const std::vector<int>& tokens, const std::vector<std::i
   return batch;
 }
 
-// Draws training batches from `tokens`, which must outlive the sampler (it keeps a reference).
+// Draws training batches from `tokens`, which must outlive the sampler (it keeps a reference). Its state is
+// (seed, draws): `draws` counts the generator's outputs consumed so far (rejections included), so a sampler
+// rebuilt with the same seed and draws continues exactly where the first one stopped (a resumed run).
 class BatchSampler {
  public:
-  BatchSampler(const std::vector<int>& tokens, int B, int T, std::uint64_t seed) : tokens_(tokens), B_(B), T_(T), rng_(seed) {
+  BatchSampler(const std::vector<int>& tokens, int B, int T, std::uint64_t seed, std::uint64_t draws = 0)
+      : tokens_(tokens), B_(B), T_(T), rng_(seed), draws_(draws) {
     require(B > 0 && T > 0, "data: batch size and context length must be positive, got B=", B, ", T=", T);
     require(static_cast<std::int64_t>(tokens.size()) >= static_cast<std::int64_t>(T) + 1, "data: ", tokens.size(),
-            " training tokens cannot fill one window of T + 1 = ", T + 1);
+            " training tokens cannot fill one window of T + 1 = ", static_cast<std::int64_t>(T) + 1);
+    rng_.discard(draws);
   }
 
   // The start positions of the next batch (drawn, then returned): uniform in [0, n - T - 1].
@@ -148,18 +162,20 @@ class BatchSampler {
     std::vector<std::int64_t> starts;
     for (int b = 0; b < B_; ++b) {
       std::uint64_t r;
-      do r = rng_(); while (r >= limit);
+      do r = rng_(), ++draws_; while (r >= limit);
       starts.push_back(static_cast<std::int64_t>(r % span));
     }
     return starts;
   }
 
   Batch next() { return make_batch(tokens_, next_starts(), T_); }
+  std::uint64_t draws() const { return draws_; }
 
  private:
   const std::vector<int>& tokens_;
   int B_, T_;
   std::mt19937_64 rng_;
+  std::uint64_t draws_;
 };
 
 // Start positions of the validation windows: 0, T+1, 2(T+1), … while a whole window fits.

@@ -20,6 +20,7 @@
 // with its mean and 1/std (2), the loss (1), the logits and their softmax (2·V).
 // Not counted: the framework's workspace, allocator slack and the CUDA context (~0.5 GiB).
 #include <cstdint>
+#include <limits>
 
 namespace ptk::nn {
 
@@ -33,30 +34,37 @@ struct MemoryEstimate {
   std::int64_t parameter_bytes = 0, gradient_bytes = 0, optimizer_bytes = 0, activation_bytes = 0,
                activation_gradient_bytes = 0;
   std::int64_t total_bytes() const {
-    return parameter_bytes + gradient_bytes + optimizer_bytes + activation_bytes + activation_gradient_bytes;
+    return saturate(static_cast<double>(parameter_bytes) + gradient_bytes + optimizer_bytes + activation_bytes +
+                    activation_gradient_bytes);
   }
+
+  // Every count is evaluated in double (exact below 2^53, which covers every model that fits in memory) and
+  // saturates at the int64 maximum, so a hostile shape (--width 100000 --layers 100, --block 2^31 - 1) gives
+  // "does not fit", never an overflowed, negative or wrapped size.
+  static constexpr std::int64_t kSaturated = std::numeric_limits<std::int64_t>::max();
+  static constexpr std::int64_t saturate(double x) { return x >= 9.2e18 ? kSaturated : static_cast<std::int64_t>(x); }
 };
 
 constexpr std::int64_t gpt2_parameters(const ModelShape& m) {
-  const auto L = m.layers, C = m.channels, T = m.context, V = m.vocab;
-  return V * C + T * C + L * (12 * C * C + 13 * C) + 2 * C;
+  const double L = m.layers, C = m.channels, T = m.context, V = m.vocab;
+  return MemoryEstimate::saturate(V * C + T * C + L * (12 * C * C + 13 * C) + 2 * C);
 }
 
 constexpr std::int64_t gpt2_activations(const ModelShape& m) {
-  const auto L = m.layers, H = m.heads, C = m.channels, T = m.context, V = m.vocab, B = m.batch;
-  return L * (B * T * (17 * C + 4) + B * H * T) + B * T * (2 * C + 3) + 2 * B * T * V;
+  const double L = m.layers, H = m.heads, C = m.channels, T = m.context, V = m.vocab, B = m.batch;
+  return MemoryEstimate::saturate(L * (B * T * (17 * C + 4) + B * H * T) + B * T * (2 * C + 3) + 2 * B * T * V);
 }
 
 constexpr MemoryEstimate estimate_training_memory(const ModelShape& m) {
   MemoryEstimate e;
-  constexpr std::int64_t f = sizeof(float);
+  constexpr double f = sizeof(float);
   e.parameters = gpt2_parameters(m);
   e.activations = gpt2_activations(m);
-  e.parameter_bytes = f * e.parameters;
-  e.gradient_bytes = f * e.parameters;
-  e.optimizer_bytes = 2 * f * e.parameters;
-  e.activation_bytes = f * e.activations;
-  e.activation_gradient_bytes = f * e.activations;
+  e.parameter_bytes = MemoryEstimate::saturate(f * static_cast<double>(e.parameters));
+  e.gradient_bytes = e.parameter_bytes;
+  e.optimizer_bytes = MemoryEstimate::saturate(2 * f * static_cast<double>(e.parameters));
+  e.activation_bytes = MemoryEstimate::saturate(f * static_cast<double>(e.activations));
+  e.activation_gradient_bytes = e.activation_bytes;
   return e;
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <random>
 
 namespace ptk::nn {
@@ -24,6 +25,32 @@ StepResult train_step(const Gpt& model, Adamw& optimizer, const Batch& batch, fl
   return StepResult{values[0][0], values[1][0]};
 }
 
+int default_warmup(int steps) { return std::max(1, std::min(100, steps / 10)); }
+
+std::string new_run_id() {
+  std::random_device device;
+  const std::uint64_t id = (static_cast<std::uint64_t>(device()) << 32) ^ device();
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(id));
+  return buf;
+}
+
+Trainer::Trainer(const Gpt& model, Adamw& optimizer, const std::vector<int>& tokens, const RunState& state)
+    : model_(model),
+      optimizer_(optimizer),
+      state_(state),
+      sampler_(tokens, state.batch, model.config().block_size, state.seed + 1, state.sampler_draws) {}
+
+StepReport Trainer::step() {
+  require(!finished(), "train: the run has done all of its ", state_.schedule.steps, " steps");
+  StepReport r;
+  r.lr = state_.schedule.at(state_.step);
+  r.result = train_step(model_, optimizer_, sampler_.next(), r.lr);
+  r.step = ++state_.step;
+  state_.sampler_draws = sampler_.draws();
+  return r;
+}
+
 double evaluate(const Gpt& model, const std::vector<int>& tokens, int batch) {
   const int T = model.config().block_size;
   const auto batches = validation_batches(tokens, batch, T);
@@ -42,7 +69,8 @@ double evaluate(const Gpt& model, const std::vector<int>& tokens, int batch) {
   return total / static_cast<double>(positions);
 }
 
-std::string generate(const Gpt& model, const Vocab& vocab, int start, int n, std::uint64_t seed) {
+std::string generate(const Gpt& model, const Vocab& vocab, int start, int n, std::uint64_t seed,
+                     const std::function<void(unsigned char)>& emit) {
   require(start >= 0 && start < vocab.size(), "generate: start token ", start, " is outside [0, ", vocab.size(), ")");
   ag::NoGrad no_grad;
   std::mt19937_64 rng(seed);
@@ -70,6 +98,7 @@ std::string generate(const Gpt& model, const Vocab& vocab, int start, int n, std
     }
     context.push_back(next);
     out += static_cast<char>(vocab.byte(next));
+    if (emit) emit(vocab.byte(next));
   }
   return out;
 }

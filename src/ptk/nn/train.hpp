@@ -1,6 +1,12 @@
 #pragma once
 // The pieces of a training run that `ptk train` and the tests share (no Kokkos here).
+//
+// A run is its settings (schedule, batch, seed) and its position (step, the sampler's draws): RunState. With
+// the model's weights and the optimizer's moments it is everything a run needs to continue, so a run saved
+// at any step and resumed prints the same losses and ends with the same bits as one never interrupted
+// (checkpoint.hpp stores it; tests/resume_test.cpp and tests/train_cli_test.sh check it).
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -18,12 +24,59 @@ struct StepResult {
 // zero_grad, forward, backward, AdamW update at learning rate lr.
 StepResult train_step(const Gpt& model, Adamw& optimizer, const Batch& batch, float lr);
 
+// Linear warm-up to lr, then cosine decay to min_lr at the last of `steps` (the run's horizon).
+struct Schedule {
+  float lr = 2e-3f, min_lr = 2e-4f;
+  int warmup = 1, steps = 0;
+  float at(int step) const { return cosine_lr(step, steps, warmup, lr, min_lr); }
+};
+
+// ptk train's warm-up: a tenth of the steps, at least 1 and at most 100.
+int default_warmup(int steps);
+
+struct RunState {
+  std::string id;     // 16 random hex digits, fixed for the life of the run; pairs its checkpoint files
+  int step = 0;       // optimizer steps done
+  Schedule schedule;
+  int batch = 16;
+  std::uint64_t seed = 1337;        // the initial weights (seed), the batches (seed + 1), samples (seed + 2)
+  std::uint64_t sampler_draws = 0;  // BatchSampler::draws()
+  std::int64_t data_bytes = 0;      // the training text's size and CRC-32: a resumed run warns when they differ
+  std::string data_crc32;
+};
+
+std::string new_run_id();
+
+struct StepReport {
+  int step = 0;  // 1-based: the step just done
+  float lr = 0.0f;
+  StepResult result;
+};
+
+// Advances a run one step at a time: batch from the sampler, learning rate from the schedule, train_step.
+class Trainer {
+ public:
+  // tokens: the training split; it must outlive the trainer.
+  Trainer(const Gpt& model, Adamw& optimizer, const std::vector<int>& tokens, const RunState& state);
+  bool finished() const { return state_.step >= state_.schedule.steps; }
+  StepReport step();
+  const RunState& state() const { return state_; }
+
+ private:
+  const Gpt& model_;
+  Adamw& optimizer_;
+  RunState state_;
+  BatchSampler sampler_;
+};
+
 // The mean cross-entropy over every position of the consecutive, non-overlapping windows of block_size + 1
 // tokens from the start of `tokens` (a shorter tail is dropped), evaluated in batches of `batch` windows.
 double evaluate(const Gpt& model, const std::vector<int>& tokens, int batch);
 
 // n bytes sampled from the model (temperature 1), each conditioned on at most block_size preceding tokens,
 // starting from the single token `start`; the random draws come from a Mersenne Twister seeded with seed.
-std::string generate(const Gpt& model, const Vocab& vocab, int start, int n, std::uint64_t seed);
+// `emit`, when given, receives each byte as soon as it is drawn (streamed output).
+std::string generate(const Gpt& model, const Vocab& vocab, int start, int n, std::uint64_t seed,
+                     const std::function<void(unsigned char)>& emit = {});
 
 }  // namespace ptk::nn

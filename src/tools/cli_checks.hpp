@@ -1,0 +1,57 @@
+#pragma once
+// Validators for ptk's CLI11 options, with short messages. CLI11's own range checks print their bounds
+// in full ("not in range 2.22507e-308 to 1.79769e+308"), accept "nan" for a float, and let "-1" wrap
+// into an unsigned option; these check the text before it is converted.
+#include <CLI/CLI.hpp>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+
+namespace ptk::tools {
+
+// A whole number in [min, max] (decimal digits only: no sign, no exponent, no spaces).
+inline CLI::Validator whole_number(std::int64_t min, std::int64_t max) {
+  const std::string what = "a whole number in [" + std::to_string(min) + ", " + std::to_string(max) + "]";
+  return CLI::Validator(
+      [=](std::string& text) -> std::string {
+        if (text.empty() || text.size() > 19 || text.find_first_not_of("0123456789") != std::string::npos)
+          return "'" + text + "' is not " + what;
+        const long long v = std::stoll(text);
+        if (v < min || v > max) return text + " is not " + what;
+        return "";
+      },
+      what);
+}
+
+// A seed: any whole number in [0, 2^64 - 1]; a negative one is refused rather than wrapped.
+inline CLI::Validator seed_number() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        errno = 0;
+        char* end = nullptr;
+        if (!text.empty() && text.find_first_not_of("0123456789") == std::string::npos) {
+          std::strtoull(text.c_str(), &end, 10);
+          if (errno == 0 && *end == '\0') return "";
+        }
+        return "'" + text + "' is not a whole number in [0, 2^64 - 1]";
+      },
+      "a whole number >= 0");
+}
+
+// A finite number > 0 (no nan, no inf).
+inline CLI::Validator positive_finite() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(text.c_str(), &end);
+        if (text.empty() || *end != '\0' || !std::isfinite(v) || v <= 0 || !std::isfinite(static_cast<float>(v)))
+          return "'" + text + "' is not a finite number > 0";
+        return "";
+      },
+      "a finite number > 0");
+}
+
+}  // namespace ptk::tools
