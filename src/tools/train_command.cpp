@@ -309,7 +309,8 @@ int train_command(const Args& args) {
     if (stopped_by) {
       std::cout << "\nstopped by " << StopRequest::name(stopped_by) << " after step " << step << " of " << total
                 << (o.save.empty() ? ": nothing saved (no --save)"
-                                   : ": saved " + o.save + "; continue with: ptk train --load " + o.save)
+                                   : ": saved " + o.save + "; continue with: ptk train --load " + o.save + " --save " +
+                                         o.save + (o.save_every > 0 ? " --save-every " + std::to_string(o.save_every) : ""))
                 << std::endl;
       return 128 + stopped_by;
     }

@@ -63,6 +63,18 @@ std::string file_name_of(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
+std::vector<std::string> list_directory(const std::string& dir) {
+  std::vector<std::string> names;
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return names;
+  while (const dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (name != "." && name != "..") names.push_back(name);
+  }
+  ::closedir(d);
+  return names;
+}
+
 bool remove_file(const std::string& path) { return ::unlink(path.c_str()) == 0 || errno == ENOENT; }
 
 void write_file_atomically(const std::string& path, const std::string& bytes) {
@@ -97,11 +109,8 @@ void check_can_write(const std::string& path) {
 
 int remove_stale_temporaries(const std::string& path) {
   const std::string dir = directory_of(path), prefix = temporary_prefix(path);
-  DIR* d = ::opendir(dir.c_str());
-  if (!d) return 0;
   int removed = 0;
-  while (const dirent* e = ::readdir(d)) {
-    const std::string name = e->d_name;
+  for (const auto& name : list_directory(dir)) {
     if (name.compare(0, prefix.size(), prefix) != 0) continue;
     const std::string rest = name.substr(prefix.size());  // "<pid>-<n>"
     const auto dash = rest.find('-');
@@ -111,7 +120,6 @@ int remove_stale_temporaries(const std::string& path) {
     if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;  // its writer may still be running
     if (::unlink((dir + "/" + name).c_str()) == 0) ++removed;
   }
-  ::closedir(d);
   return removed;
 }
 

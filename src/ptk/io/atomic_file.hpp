@@ -12,6 +12,7 @@
 // the same path removes the temporaries of processes that no longer exist.
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace ptk::io {
 
@@ -32,6 +33,9 @@ int remove_stale_temporaries(const std::string& path);
 
 // Removes `path` if it exists; false (and no exception) when it could not be removed.
 bool remove_file(const std::string& path);
+
+// The names in a directory (not "." and ".."); empty when it cannot be read.
+std::vector<std::string> list_directory(const std::string& dir);
 
 // The directory part of path ("." when it has none) and the name part.
 std::string directory_of(const std::string& path);

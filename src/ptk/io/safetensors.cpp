@@ -240,23 +240,3 @@ Safetensors read_safetensors(const std::string& path, const std::vector<std::str
 }
 
 }  // namespace ptk::io
-
-namespace ptk::io {
-
-std::map<std::string, std::string> peek_safetensors_metadata(const std::string& path) {
-  std::map<std::string, std::string> out;
-  std::ifstream in(path, std::ios::binary);
-  char length[8];
-  if (!in.read(length, 8)) return out;
-  const std::uint64_t n = read_u64(length);
-  if (n == 0 || n > kMaxHeader) return out;
-  std::string text(static_cast<std::size_t>(n), '\0');
-  if (!in.read(text.data(), static_cast<std::streamsize>(n))) return out;
-  const Json header = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (!header.is_object() || !header.contains("__metadata__") || !header["__metadata__"].is_object()) return out;
-  for (const auto& [k, v] : header["__metadata__"].items())
-    if (v.is_string()) out[k] = v.get<std::string>();
-  return out;
-}
-
-}  // namespace ptk::io

@@ -67,8 +67,4 @@ Safetensors parse_safetensors(const std::string& bytes, const std::string& name_
                               const std::vector<std::string>& required = {});
 Safetensors read_safetensors(const std::string& path, const std::vector<std::string>& required = {});
 
-// The __metadata__ of the file at path, read from its header alone (no data, no checks); empty when the file
-// is missing or is not safetensors. For housekeeping (which files an old checkpoint named), never for loading.
-std::map<std::string, std::string> peek_safetensors_metadata(const std::string& path);
-
 }  // namespace ptk::io

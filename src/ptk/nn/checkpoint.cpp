@@ -136,13 +136,19 @@ RunState parse_run(const std::map<std::string, std::string>& m, const std::strin
   return r;
 }
 
-// Removes the training state that the model file at path named before it was replaced (unless it is the
-// one just written): it belongs to no checkpoint any more.
-void remove_replaced_state(const std::string& path, const std::map<std::string, std::string>& before,
-                           const std::string& kept_file) {
-  const auto old = before.find("state_file");
-  if (old == before.end() || old->second == kept_file || old->second.find('/') != std::string::npos) return;
-  io::remove_file(join(io::directory_of(path), old->second));
+// After a save: removes every training state of this checkpoint path (state_path(path, N) for any N) but
+// `kept`. They belong to no checkpoint any more: the one the replaced model file named, and those of saves
+// that a kill cut off between writing the state and renaming the model file.
+void remove_other_states(const std::string& path, const std::string& kept) {
+  const std::string dir = io::directory_of(path), name = io::file_name_of(state_path(path, 0));
+  const std::string prefix = name.substr(0, name.size() - std::string("0.safetensors").size()), suffix = ".safetensors";
+  for (const auto& file : io::list_directory(dir)) {
+    if (file == kept || file.size() <= prefix.size() + suffix.size() || file.compare(0, prefix.size(), prefix) != 0 ||
+        file.compare(file.size() - suffix.size(), suffix.size(), suffix) != 0)
+      continue;
+    const std::string step = file.substr(prefix.size(), file.size() - prefix.size() - suffix.size());
+    if (step.find_first_not_of("0123456789") == std::string::npos) io::remove_file(join(dir, file));
+  }
 }
 
 }  // namespace
@@ -156,16 +162,14 @@ std::string state_path(const std::string& checkpoint_path, int step) {
 }
 
 void save_model(const std::string& path, const Gpt& model, const Vocab& vocab, int step) {
-  const auto before = io::peek_safetensors_metadata(path);
   io::Safetensors st = to_safetensors(model.parameters());
   st.metadata = model_metadata(model, vocab, step);
   io::write_safetensors(path, st);
-  remove_replaced_state(path, before, "");
+  remove_other_states(path, "");
 }
 
 void save_checkpoint(const std::string& path, const Gpt& model, const Vocab& vocab, const Adamw& optimizer,
                      const RunState& run) {
-  const auto before = io::peek_safetensors_metadata(path);
   const std::string state_file = state_path(path, run.step);
   io::Safetensors state = to_safetensors(optimizer.state());
   state.metadata = run_metadata(run, optimizer.steps_taken());
@@ -177,7 +181,7 @@ void save_checkpoint(const std::string& path, const Gpt& model, const Vocab& voc
   st.metadata["state_file"] = io::file_name_of(state_file);
   st.metadata["state_crc32"] = state_crc;
   io::write_safetensors(path, st);
-  remove_replaced_state(path, before, io::file_name_of(state_file));
+  remove_other_states(path, io::file_name_of(state_file));
 }
 
 namespace {

@@ -12,9 +12,11 @@
 // the whole state file. A reader therefore never pairs files of different steps or runs.
 //
 // Saving writes the state file first, then the model file, each atomically (io/atomic_file.hpp), then removes
-// the state file the previous model file named. A process killed at any moment leaves the previous pair or
-// the new one: the model file switches from one to the other in a single rename, and the state file it names
-// exists before and after. Values are host floats: a checkpoint written on one target loads on another.
+// every other NAME.state-N.safetensors beside it (the one the previous model file named, and any a kill left
+// unnamed). A process killed at any moment leaves the previous pair or the new one: the model file switches
+// from one to the other in a single rename, and the state file it names exists before and after. So a copy of
+// a checkpoint is a copy of both files. Values are host floats: a checkpoint written on one target loads on
+// another.
 #include <optional>
 #include <string>
 #include <utility>
