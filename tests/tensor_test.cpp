@@ -19,6 +19,23 @@ TEST(Tensor, ShapeAndViews) {
   EXPECT_THROW(Tensor<S>::from_host({2, 2}, std::vector<float>{1, 2, 3}), Error);
 }
 
+// Running out of memory is one ptk::OutOfMemory line that names the size, the label and the space, whatever
+// Kokkos version reports it (Kokkos 3 also prints a paragraph to stderr: silenced, checked here).
+TEST(Tensor, AllocationFailureIsOneLine) {
+  using S = Kokkos::DefaultExecutionSpace;
+  testing::internal::CaptureStderr();
+  try {
+    Tensor<S> huge({std::int64_t{1} << 42}, "ptk::too_big");  // 16 TiB
+    testing::internal::GetCapturedStderr();
+    FAIL() << "16 TiB were allocated";
+  } catch (const OutOfMemory& e) {
+    const std::string printed = testing::internal::GetCapturedStderr(), what = e.what();
+    EXPECT_EQ(printed, "");
+    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+    EXPECT_NE(what.find("cannot allocate 16 TiB for 'ptk::too_big'"), std::string::npos) << what;
+  }
+}
+
 TEST(Tensor, CopiesBetweenSpacesRoundTrip) {
   const std::vector<float> values{1, 2, 3, 4, 5, 6};
   const auto host = Tensor<Kokkos::DefaultHostExecutionSpace>::from_host({2, 3}, values);

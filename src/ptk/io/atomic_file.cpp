@@ -18,7 +18,7 @@ namespace {
   throw FileError(path + ": " + what + ": " + std::strerror(err));
 }
 
-std::string temporary_prefix(const std::string& path) { return "." + file_name_of(path) + ".tmp-"; }
+std::string temporary_prefix(const std::string& path) { return "." + file_name_of(path) + ".tmp-"; }  // + "<pid>-<n>"
 
 std::string temporary_name(const std::string& path) {
   static std::atomic<unsigned> counter{0};
@@ -107,12 +107,12 @@ void check_can_write(const std::string& path) {
   ::unlink(probe.c_str());
 }
 
-int remove_stale_temporaries(const std::string& path) {
-  const std::string dir = directory_of(path), prefix = temporary_prefix(path);
+int remove_stale_temporaries(const std::string& dir, const std::function<bool(const std::string&)>& is_target) {
   int removed = 0;
   for (const auto& name : list_directory(dir)) {
-    if (name.compare(0, prefix.size(), prefix) != 0) continue;
-    const std::string rest = name.substr(prefix.size());  // "<pid>-<n>"
+    const auto mark = name.rfind(".tmp-");
+    if (name.empty() || name[0] != '.' || mark == std::string::npos || !is_target(name.substr(1, mark - 1))) continue;
+    const std::string rest = name.substr(mark + 5);  // "<pid>-<n>"
     const auto dash = rest.find('-');
     if (dash == std::string::npos || dash == 0 || rest.find_first_not_of("0123456789-") != std::string::npos) continue;
     const long pid = std::strtol(rest.substr(0, dash).c_str(), nullptr, 10);
@@ -121,6 +121,11 @@ int remove_stale_temporaries(const std::string& path) {
     if (::unlink((dir + "/" + name).c_str()) == 0) ++removed;
   }
   return removed;
+}
+
+int remove_stale_temporaries(const std::string& path) {
+  const std::string target = file_name_of(path);
+  return remove_stale_temporaries(directory_of(path), [&](const std::string& name) { return name == target; });
 }
 
 }  // namespace ptk::io

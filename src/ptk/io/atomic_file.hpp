@@ -10,6 +10,7 @@
 // file and throws io::FileError naming `path` and the system's reason; `path` keeps its old contents.
 // A process killed mid-write (SIGKILL) cannot clean up: its temporary file is left, and the next write to
 // the same path removes the temporaries of processes that no longer exist.
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -30,6 +31,8 @@ void check_can_write(const std::string& path);
 
 // Removes ".<name>.tmp-<pid>-<n>" files beside `path` whose process <pid> is gone; returns how many.
 int remove_stale_temporaries(const std::string& path);
+// The same in `dir` for every <name> that `is_target` accepts (a family of files, e.g. one per step).
+int remove_stale_temporaries(const std::string& dir, const std::function<bool(const std::string&)>& is_target);
 
 // Removes `path` if it exists; false (and no exception) when it could not be removed.
 bool remove_file(const std::string& path);

@@ -137,18 +137,22 @@ RunState parse_run(const std::map<std::string, std::string>& m, const std::strin
 }
 
 // After a save: removes every training state of this checkpoint path (state_path(path, N) for any N) but
-// `kept`. They belong to no checkpoint any more: the one the replaced model file named, and those of saves
-// that a kill cut off between writing the state and renaming the model file.
+// `kept`, and the temporaries of killed writers of any of them. They belong to no checkpoint any more: the
+// state the replaced model file named, and those of saves that a kill cut off between writing the state and
+// renaming the model file.
 void remove_other_states(const std::string& path, const std::string& kept) {
   const std::string dir = io::directory_of(path), name = io::file_name_of(state_path(path, 0));
   const std::string prefix = name.substr(0, name.size() - std::string("0.safetensors").size()), suffix = ".safetensors";
-  for (const auto& file : io::list_directory(dir)) {
-    if (file == kept || file.size() <= prefix.size() + suffix.size() || file.compare(0, prefix.size(), prefix) != 0 ||
+  const auto is_state = [&](const std::string& file) {
+    if (file.size() <= prefix.size() + suffix.size() || file.compare(0, prefix.size(), prefix) != 0 ||
         file.compare(file.size() - suffix.size(), suffix.size(), suffix) != 0)
-      continue;
+      return false;
     const std::string step = file.substr(prefix.size(), file.size() - prefix.size() - suffix.size());
-    if (step.find_first_not_of("0123456789") == std::string::npos) io::remove_file(join(dir, file));
-  }
+    return step.find_first_not_of("0123456789") == std::string::npos;
+  };
+  for (const auto& file : io::list_directory(dir))
+    if (file != kept && is_state(file)) io::remove_file(join(dir, file));
+  io::remove_stale_temporaries(dir, is_state);
 }
 
 }  // namespace
