@@ -8,8 +8,9 @@ The log is JSON Lines: one object per optimizer step, e.g.
 
 with an extra ``"val_loss": 2.51`` on steps where the validation set was
 evaluated.  The first line may instead be a run header, ``{"run": {...}}``
-(id, data, layers, width, block, batch, ...); objects without a "step" key are
-skipped, but a header's "run" dict gives the plot title.  A run that was
+(id, data, layers, width, block, batch, start_step, ...); objects without a
+"step" key are skipped, but a header's "run" dict gives the plot title, and a
+header with start_step > 0 (a resumed run) is marked by a dashed line.  A run that was
 interrupted and resumed appends to the same file, so a step can appear more
 than once: the last record of each step wins, and steps are sorted.  Blank
 lines are ignored; a malformed line, an empty log or a missing file is
@@ -38,12 +39,12 @@ def is_number(v):
 
 
 def read_log(path):
-    """Return (run header dict or None, sorted list of step records)."""
+    """Return (run header dict or None, sorted list of step records, steps where a resumed run started)."""
     try:
         raw = Path(path).read_bytes()
     except OSError as e:
         raise LogError(f"cannot read {path}: {e.strerror or e}")
-    header, by_step = None, {}
+    header, by_step, resumes = None, {}, []
     for n, line in enumerate(raw.split(b"\n"), 1):
         try:
             text = line.decode("utf-8").strip()
@@ -57,6 +58,9 @@ def read_log(path):
         if "step" not in obj:
             if isinstance(obj.get("run"), dict):
                 header = obj["run"]
+                start = header.get("start_step")
+                if is_number(start) and start > 0:
+                    resumes.append(start)
             continue
         step, loss = obj["step"], obj.get("loss")
         if not (isinstance(step, int) and not isinstance(step, bool)) or not is_number(loss):
@@ -67,7 +71,7 @@ def read_log(path):
         by_step[step] = obj  # a resumed run's record replaces the earlier one
     if not by_step:
         raise LogError(f"{path}: no step records")
-    return header, [by_step[s] for s in sorted(by_step)]
+    return header, [by_step[s] for s in sorted(by_step)], resumes
 
 
 def moving_average(values, n):
@@ -84,7 +88,7 @@ def moving_average(values, n):
 def title_of(header):
     if not header:
         return None
-    parts = [f"{header[k]} layers" if k == "layers" else f"{k} {header[k]}"
+    parts = [f"{header[k]} {k}" if k in ("layers", "heads") else f"{k} {header[k]}"
              for k in ("layers", "heads", "width", "block", "batch") if k in header]
     if header.get("data"):
         parts.append(f"data {Path(str(header['data'])).name}")
@@ -93,7 +97,7 @@ def title_of(header):
     return ", ".join(parts) or None
 
 
-def plot(header, records, out, smooth):
+def plot(header, records, resumes, out, smooth):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -111,6 +115,10 @@ def plot(header, records, out, smooth):
                 label=f"train loss, mean of {smooth} steps")
     if val:
         ax.plot(*zip(*val), "o-", ms=4, lw=1.2, color="tab:orange", label="validation loss")
+    for i, step in enumerate(resumes):
+        for a in (ax, ax_lr):
+            a.axvline(step, ls="--", lw=1, color="gray",
+                      label=f"resumed at step {step}" if a is ax and i < 3 else None)
     ax.set_ylabel("cross-entropy loss (nats)")
     ax.legend()
     if title_of(header):
@@ -140,9 +148,9 @@ def main():
     if out == Path(args.log):
         out = Path(args.log + ".png")
     try:
-        header, records = read_log(args.log)
+        header, records, resumes = read_log(args.log)
         smooth = args.smooth or max(1, len(records) // 50)
-        val = plot(header, records, out, smooth)
+        val = plot(header, records, resumes, out, smooth)
     except LogError as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return 2
@@ -152,7 +160,8 @@ def main():
     first, last = records[0]["step"], records[-1]["step"]
     tail = (f"{len(val)} validation points, last val loss {val[-1][1]:.4f}" if val
             else "no validation points")
-    print(f"wrote {out}: {len(records)} steps ({first}..{last}), {tail}")
+    marks = "".join(f", resumed at step {s}" for s in resumes)
+    print(f"wrote {out}: {len(records)} steps ({first}..{last}), {tail}{marks}")
     return 0
 
 

@@ -6,7 +6,7 @@
 set -u
 src=$1
 script=$src/scripts/plot_training.py
-fail() { echo "FAIL: $*"; exit 1; }
+. "$(dirname "$0")/cli_checks.sh"
 if ! /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
   echo "note: matplotlib not installed; skipped"
   exit 0
@@ -23,6 +23,7 @@ log=$dir/train.jsonl
     awk -v s=$s -v v="$val" 'BEGIN { printf "{\"step\": %d, \"loss\": %.4f, \"lr\": %g, \"grad_norm\": 0.8, \"ms\": 40.0, \"tokens_per_s\": 25000, \"elapsed_s\": %.2f%s}\n", s, 4 - s / 15, 0.002 * (s < 5 ? s / 5 : 1), s * 0.04, v }'
   done
   echo
+  echo '{"run": {"id": "test", "data": "data/kjv.txt", "layers": 4, "width": 128, "block": 64, "batch": 16, "start_step": 20}}'
   for s in $(seq 21 30); do
     val=""; [ $s -eq 30 ] && val=', "val_loss": 2.0500'
     awk -v s=$s -v v="$val" 'BEGIN { printf "{\"step\": %d, \"loss\": %.4f, \"lr\": 0.002, \"elapsed_s\": %.2f%s}\n", s, 3.95 - s / 15, s * 0.04, v }'
@@ -38,21 +39,13 @@ png=$dir/train.png
 grep -q "30 steps" "$dir/out" || fail "'30 steps' not in: $(cat "$dir/out")"
 grep -q "3 validation points" "$dir/out" || fail "'3 validation points' not in: $(cat "$dir/out")"
 grep -q "last val loss 2.0500" "$dir/out" || fail "resumed run's val loss not kept: $(cat "$dir/out")"
+grep -q "resumed at step 20" "$dir/out" || fail "the resume is not marked: $(cat "$dir/out")"
 echo "ok: plot and summary line"
 
 "$script" "$log" -o "$dir/smooth.png" --smooth 1 >"$dir/out" 2>"$dir/err" || fail "--smooth 1: $(cat "$dir/err")"
 [ -s "$dir/smooth.png" ] || fail "-o $dir/smooth.png not written"
 echo "ok: -o and --smooth 1"
 
-# One line on stderr, exit status 2, and the line contains $2.
-expect_refusal() {
-  local what=$1 needle=$2; shift 2
-  "$@" >"$dir/out" 2>"$dir/err"; local rc=$?
-  [ $rc -eq 2 ] || fail "$what: exit status $rc, expected 2 ($(cat "$dir/err"))"
-  [ "$(wc -l <"$dir/err")" -eq 1 ] || fail "$what: expected one line on stderr, got: $(cat "$dir/err")"
-  grep -q -- "$needle" "$dir/err" || fail "$what: '$needle' not in: $(cat "$dir/err")"
-  echo "ok: $what -> $(cat "$dir/err")"
-}
 
 { head -n 5 "$log"; echo '{"step": 5, "loss": 2.'; } >"$dir/bad.jsonl"
 expect_refusal "malformed line" "bad.jsonl:6:" "$script" "$dir/bad.jsonl"

@@ -7,18 +7,9 @@ set -u
 ptk=$1 src=$2
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+. "$(dirname "$0")/cli_checks.sh"
 val_loss() { sed -n 's/^val loss \([0-9.]*\)$/\1/p' "$1"; }
 
-# One line on stderr, exit status 2, and the line contains $2.
-expect_refusal() {
-  local what=$1 needle=$2; shift 2
-  "$@" >"$dir/out" 2>"$dir/err"; local rc=$?
-  [ $rc -eq 2 ] || fail "$what: exit status $rc, expected 2 ($(cat "$dir/err"))"
-  [ "$(wc -l <"$dir/err")" -eq 1 ] || fail "$what: expected one line on stderr, got: $(cat "$dir/err")"
-  grep -q -- "$needle" "$dir/err" || fail "$what: '$needle' not in: $(cat "$dir/err")"
-  echo "ok: $what -> $(cat "$dir/err")"
-}
 
 text=$src/data/kjv_genesis_exodus.txt
 tiny=(--layers 1 --heads 2 --width 16 --block 16 --batch 4 --device host)

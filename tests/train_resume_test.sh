@@ -14,7 +14,7 @@ set -u
 ptk=$1
 dir=$(mktemp -d)
 trap 'kill -9 $(jobs -p) 2>/dev/null; rm -rf "$dir"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+. "$(dirname "$0")/cli_checks.sh"
 base=(--layers 2 --heads 2 --width 32 --block 32 --batch 4 --device host --seed 21 --eval-every 50)
 cfg=("${base[@]}" --steps 200)
 
@@ -100,16 +100,6 @@ left=$(cd "$dir" && ls -A | grep '^c\.\|^\.c\.' | tr '\n' ' ')
 echo "ok: $kills SIGKILLs at random moments ($loads checkpoints checked), resumed after each: the same bits, no stray files"
 
 # 4. Refusals.
-expect_refusal() {  # expect_refusal WHAT NEEDLE CMD...: one line on stderr, exit 2, NEEDLE in it, no training
-  local what=$1 needle=$2; shift 2
-  "$@" >"$dir/out" 2>"$dir/err"; local rc=$?
-  [ $rc -eq 2 ] || fail "$what: exit status $rc, expected 2 ($(head -3 "$dir/err"))"
-  [ "$(wc -l <"$dir/err")" -eq 1 ] || fail "$what: expected one line on stderr, got: $(cat "$dir/err")"
-  grep -q -- "$needle" "$dir/err" || fail "$what: '$needle' not in: $(cat "$dir/err")"
-  ! grep -q "^step " "$dir/out" || fail "$what: refused only after training"
-  ! grep -q "e+308\|1.79769" "$dir/err" || fail "$what: DBL_MAX in the message"
-  echo "ok: $what -> $(cat "$dir/err")"
-}
 mkdir "$dir/d"
 cp "$dir/ref.safetensors" "$dir/d/"  # the model file alone: the training state it names is not beside it
 expect_refusal "missing training state" "is missing" "$ptk" train --load "$dir/d/ref.safetensors" --device host
