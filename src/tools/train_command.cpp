@@ -284,7 +284,7 @@ int train_command(const Args& args) {
         throw Error("train: the loss became " + fixed(r.result.loss, 4) + " at step " + std::to_string(r.step) +
                     (saved_step >= 0 ? "; the checkpoint of step " + std::to_string(saved_step) + " is intact" : ""));
       const bool evaluate = (o.eval_every > 0 && r.step % o.eval_every == 0) || trainer.finished();
-      if (evaluate) val_loss = nn::evaluate(model, data.val, o.batch), evaluated_step = r.step;
+      if (evaluate) val_loss = nn::evaluate(model, data.val, run.batch), evaluated_step = r.step;
       const double tokens_per_s = static_cast<double>(B * T) / (ms / 1e3);
       const std::string line = "step " + std::to_string(r.step) + "/" + std::to_string(total) + " | loss " +
                                fixed(r.result.loss, 4) + " | lr " + scientific(r.lr) + " | grad norm " +
@@ -298,7 +298,7 @@ int train_command(const Args& args) {
       if (log.active()) log.step(r, ms, tokens_per_s, elapsed, evaluate ? &val_loss : nullptr);
       if (!o.save.empty() && o.save_every > 0 && r.step % o.save_every == 0 && !trainer.finished()) {
         save();
-        if (live) std::cout << "\r\033[K" << "saved  " << o.save << " (step " << r.step << ")\n" << std::flush;
+        std::cout << (live ? "\r\033[K" : "") << "saved  " << o.save << " (step " << r.step << ")\n" << std::flush;
       }
     }
     if (!stopped_by) stopped_by = stop.signal();  // arrived during the last step
@@ -324,7 +324,7 @@ int train_command(const Args& args) {
                               : " and " + nn::state_path(o.save, step) + " (step " + std::to_string(step))
               << ")\n";
   }
-  if (evaluated_step != step || !train) val_loss = nn::evaluate(model, data.val, o.batch);
+  if (evaluated_step != step || !train) val_loss = nn::evaluate(model, data.val, run.batch);
   std::cout << "val loss " << fixed(val_loss, 4) << std::endl;
   if (o.sample > 0) {
     const int start = data.vocab.contains('\n') ? data.vocab.id('\n') : 0;
