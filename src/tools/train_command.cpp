@@ -66,7 +66,7 @@ Given add_options(CLI::App& app, Options& o) {
   constexpr std::int64_t kMaxSteps = 1 << 30, kMaxSize = 1 << 20;
   Given g{};
   app.add_option("--data", o.data, "text file; the vocabulary is its sorted distinct bytes (at most 1 GiB)")
-      ->default_str("the KJV Genesis-Exodus in data/");
+      ->default_str("the KJV Genesis-Exodus in data/, or a resumed run's own");
   g.steps = app.add_option("--steps", o.steps, "the run's total optimizer steps (its lr schedule's horizon)")
                 ->capture_default_str()->check(whole_number(0, kMaxSteps));
   g.batch = app.add_option("--batch", o.batch, "windows per step (B)")->capture_default_str()->check(whole_number(1, kMaxSize));
@@ -168,15 +168,18 @@ int train_command(const Args& args) {
   if (o.weights_only && o.load.empty()) throw UsageError{"train: --weights-only needs --load"};
 
   const ag::Device device = ag::parse_device(o.device);
-  const std::string data_path = o.data.empty() ? default_data() : o.data;
+  nn::Checkpoint checkpoint;
+  if (!o.load.empty()) checkpoint = nn::load_checkpoint(o.load, !o.weights_only && !o.eval_only);
+  // A resumed run reads its own text again unless --data names another.
+  const std::string data_path = !o.data.empty()                 ? o.data
+                                : checkpoint.training.has_value() ? checkpoint.training->run.data_path
+                                                                  : default_data();
   const std::string text = nn::Dataset::read_text(data_path);
   const std::string text_crc = io::crc32_hex(text.data(), text.size());
 
   nn::GptConfig config{o.layers, o.heads, o.width, o.block, 0};
-  nn::Checkpoint checkpoint;
   nn::Dataset data;
   if (!o.load.empty()) {
-    checkpoint = nn::load_checkpoint(o.load, !o.weights_only && !o.eval_only);
     check_agrees(given.layers, o.layers, checkpoint.config.n_layer, "n_layer");
     check_agrees(given.heads, o.heads, checkpoint.config.n_head, "n_head");
     check_agrees(given.width, o.width, checkpoint.config.n_embd, "n_embd");
@@ -208,6 +211,7 @@ int train_command(const Args& args) {
   }
   const bool data_changed = resuming && (run.data_bytes != static_cast<std::int64_t>(text.size()) || run.data_crc32 != text_crc);
   const std::string data_was = std::to_string(run.data_bytes) + " bytes, CRC " + run.data_crc32;
+  run.data_path = data_path;
   run.data_bytes = static_cast<std::int64_t>(text.size());
   run.data_crc32 = text_crc;
 

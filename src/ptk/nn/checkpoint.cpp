@@ -116,6 +116,7 @@ std::map<std::string, std::string> run_metadata(const RunState& r, int optimizer
           {"batch", std::to_string(r.batch)},
           {"seed", std::to_string(r.seed)},
           {"sampler_draws", std::to_string(r.sampler_draws)},
+          {"data_path", r.data_path},
           {"data_bytes", std::to_string(r.data_bytes)},
           {"data_crc32", r.data_crc32}};
 }
@@ -131,6 +132,7 @@ RunState parse_run(const std::map<std::string, std::string>& m, const std::strin
   r.batch = metadata_int(m, path, "batch");
   r.seed = metadata_u64(m, path, "seed", ~std::uint64_t{0} - 2);
   r.sampler_draws = metadata_u64(m, path, "sampler_draws", ~std::uint64_t{0});
+  r.data_path = metadata_text(m, path, "data_path");
   r.data_bytes = static_cast<std::int64_t>(metadata_u64(m, path, "data_bytes", std::uint64_t{1} << 62));
   r.data_crc32 = metadata_text(m, path, "data_crc32");
   return r;

@@ -41,7 +41,8 @@ struct RunState {
   int batch = 16;
   std::uint64_t seed = 1337;        // the initial weights (seed), the batches (seed + 1), samples (seed + 2)
   std::uint64_t sampler_draws = 0;  // BatchSampler::draws()
-  std::int64_t data_bytes = 0;      // the training text's size and CRC-32: a resumed run warns when they differ
+  std::string data_path;            // the training text (a resumed run reads it again unless given another),
+  std::int64_t data_bytes = 0;      // its size and CRC-32: a resumed run warns when they differ
   std::string data_crc32;
 };
 
