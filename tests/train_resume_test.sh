@@ -139,6 +139,7 @@ expect_refusal "--steps 1.5" "not a whole number" "$ptk" train --steps 1.5 --dev
 expect_refusal "--save into a missing directory" "is not there" "$ptk" train --steps 5 --save /nonexistent/dir/x.safetensors --device host
 expect_refusal "--save a directory" "is a directory" "$ptk" train --steps 5 --save "$dir" --device host
 expect_refusal "--weights-only alone" "needs --load" "$ptk" train --weights-only --device host
+expect_refusal "--save-every alone" "needs --save" "$ptk" train --save-every 5 --device host
 # A full disk: writes beyond 16 KiB fail (EFBIG); the save fails with one line, nothing partial is left.
 mkdir "$dir/full"
 (ulimit -f 16; "$ptk" train --layers 1 --heads 2 --width 32 --block 16 --steps 3 --device host --save "$dir/full/f.safetensors" \

@@ -166,6 +166,7 @@ int train_command(const Args& args) {
     throw UsageError{"train: " + std::string(e.what()) + " (ptk train --help lists the options)"};
   }
   if (o.weights_only && o.load.empty()) throw UsageError{"train: --weights-only needs --load"};
+  if (o.save_every > 0 && o.save.empty()) throw UsageError{"train: --save-every needs --save (where to save)"};
 
   const ag::Device device = ag::parse_device(o.device);
   nn::Checkpoint checkpoint;
