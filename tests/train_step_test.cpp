@@ -8,6 +8,7 @@
 #include <Kokkos_Core.hpp>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -35,18 +36,26 @@ struct Events {
 };
 
 Events* g_events = nullptr;
+// Kokkos may report an event from any thread (a View's last reference can drop in a worker): the maps are
+// guarded, else two reports at once can corrupt them (seen once under ctest -j2: the test spun forever
+// walking a broken map).
+std::mutex g_events_mutex;
 
 void on_allocate(Kokkos_Profiling_SpaceHandle, const char* label, const void*, uint64_t) {
+  const std::lock_guard<std::mutex> lock(g_events_mutex);
   if (g_events) ++g_events->allocations[label];
 }
 void on_deallocate(Kokkos_Profiling_SpaceHandle, const char* label, const void*, uint64_t) {
+  const std::lock_guard<std::mutex> lock(g_events_mutex);
   if (g_events) ++g_events->deallocations[label];
 }
 void on_deep_copy(Kokkos_Profiling_SpaceHandle, const char* dst, const void*, Kokkos_Profiling_SpaceHandle,
                   const char* src, const void*, uint64_t) {
+  const std::lock_guard<std::mutex> lock(g_events_mutex);
   if (g_events) ++g_events->deep_copies[std::string(src) + " -> " + dst];
 }
 void on_fence(const char* name, uint32_t, uint64_t*) {
+  const std::lock_guard<std::mutex> lock(g_events_mutex);
   if (g_events) ++g_events->fences[name];
 }
 
@@ -89,8 +98,12 @@ TEST(TrainStep, SteadyStateAllocatesNothing) {
   ag::ReuseBuffers reuse;
   std::vector<Events> steps(4);
   for (auto& events : steps) {
-    g_events = &events;
+    {
+      const std::lock_guard<std::mutex> lock(g_events_mutex);
+      g_events = &events;
+    }
     nn::train_step(model, optimizer, sampler.next(), 1e-3f);
+    const std::lock_guard<std::mutex> lock(g_events_mutex);
     g_events = nullptr;
   }
   EXPECT_GT(Events::total(steps[0].allocations), 0) << "the hooks saw no allocation in the first step: not reporting?";
