@@ -187,12 +187,40 @@ struct GpuColumns {
   static constexpr bool bias_two_level = true;
 };
 
+// ---- Decode attention (decode_attention.hpp) ----------------------------------------------------
+// A team per (batch, kv head, key chunk); `query_rows` query rows of the group at a time, their
+// scores for the whole chunk in scratch ([query_rows, chunk] floats, at most max_chunk keys). Keys
+// are split until every execution unit has `teams_per_unit` teams, chunks no shorter than min_chunk.
+struct HostDecodeAttention {
+  static constexpr int team_size = 1;
+  static constexpr int vector_length = 1;
+  static constexpr int query_rows = 8;
+  static constexpr int scratch_level = 1;
+  static constexpr int min_chunk = 64;
+  static constexpr int max_chunk = 1024;
+  static constexpr int teams_per_unit = 1;
+};
+
+// Threads over keys for the scores and over query rows for the values, 32 lanes over the head dim;
+// scratch level 0: 8 x D queries and 8 x 256 scores are 12 KB at D = 128.
+template <int MaxTeam>
+struct GpuDecodeAttention {
+  static constexpr int team_size = min_int(8, MaxTeam);
+  static constexpr int vector_length = 32;
+  static constexpr int query_rows = 8;
+  static constexpr int scratch_level = 0;
+  static constexpr int min_chunk = 64;
+  static constexpr int max_chunk = 256;
+  static constexpr int teams_per_unit = 1;
+};
+
 // ---- The tunings -------------------------------------------------------------------------------------
 struct HostTuning {
   static constexpr bool host = true;
   using rows = HostRows;
   using matmul = HostMatmul;
   using attention = HostAttention;
+  using decode_attention = HostDecodeAttention;
   using columns = HostColumns;
 };
 
@@ -204,6 +232,7 @@ struct GpuTuning {
   using rows = GpuRows;
   using matmul = GpuMatmul<MaxTeam>;
   using attention = GpuAttention<MaxTeam>;
+  using decode_attention = GpuDecodeAttention<MaxTeam>;
   using columns = GpuColumns;
 };
 

@@ -1,0 +1,223 @@
+#pragma once
+// decode_attention: out[b,h,i] = Σ_{j <= p_i} softmax_j(scale · q[b,h,i]·K[b,g,j]) V[b,g,j], lse[b,h,i] its log-sum-exp,
+//   for q[B,Hq,Tq,D] at positions p_i = L - Tq + i against a cache K, V [B,Hkv,Tmax,D] filled to L; g = h / (Hq/Hkv).
+#include <Kokkos_Core.hpp>
+
+#include "ptk/core/compat.hpp"
+#include "ptk/core/tensor.hpp"
+#include "ptk/kernels/fast_exp.hpp"
+#include "ptk/kernels/scratch.hpp"
+#include "ptk/kernels/tuning.hpp"
+
+namespace ptk::kernels {
+
+// Flash-decoding. A few query rows against a long key range leave flash attention's query tiles
+// nearly empty, so the parallelism is taken from the keys instead: the range [0, L) is cut into
+// `splits` chunks, and a team per (batch, kv head, chunk) computes, for every query row of the kv
+// head's group (its Hq/Hkv query heads × Tq tokens), the chunk's partial max m, sum l and
+// unnormalized output acc. The group shares the team, so each cached key and value is read from
+// memory once per step, not once per query head (grouped-query attention's point). A second pass
+// merges the chunks in order (deterministic): M = max m_s, l = Σ l_s e^(m_s − M),
+// out = Σ acc_s e^(m_s − M) / l. Rows beyond position p_i of the cache are never read.
+struct DecodeAttentionShape {
+  int B, Hq, Hkv, Tq, D;
+  int length;  // L: filled positions of the cache (the last query sits at L − 1)
+  int chunk;   // keys a team reduces; splits = ceil(L / chunk)
+  int splits;
+  KOKKOS_INLINE_FUNCTION int group() const { return Hq / Hkv; }
+  // Query rows of a kv head's group, and the partial results' row index of (b, h, i).
+  KOKKOS_INLINE_FUNCTION int group_rows() const { return (Hq / Hkv) * Tq; }
+  KOKKOS_INLINE_FUNCTION int row(int b, int h, int i) const { return (b * Hq + h) * Tq + i; }
+};
+
+template <class Space, class Tune = Tuning<Space>>
+struct DecodeAttentionPartial {
+  using Tiles = typename Tune::decode_attention;
+  static constexpr int RB = Tiles::query_rows;  // query rows a team holds at once
+  using Policy = Kokkos::TeamPolicy<Space>;
+  using Team = typename Policy::member_type;
+  using ScratchMatrix = ScratchMatrixOf<Space>;
+  using ScratchVector = ScratchVectorOf<Space>;
+
+  Matrix<Space> part_max, part_sum;  // [rows, splits]
+  Tensor3<Space> part_acc;           // [rows, splits, D]
+  ConstTensor4<Space> q, k, v;       // q [B,Hq,Tq,D]; k, v [B,Hkv,Tmax,D]
+  float scale;
+  DecodeAttentionShape s;
+
+  struct Scratch {
+    ScratchMatrix Qs;  // [RB, D] query rows, pre-multiplied by scale
+    ScratchMatrix Ps;  // [RB, chunk] scores, then e^(score − m)
+    ScratchVector m, l;  // [RB]
+  };
+  template <class Arena>
+  KOKKOS_INLINE_FUNCTION static Scratch take_scratch(Arena& arena, int D, int chunk) {
+    return Scratch{arena.template take<ScratchMatrix>(RB, D), arena.template take<ScratchMatrix>(RB, chunk),
+                   arena.template take<ScratchVector>(RB), arena.template take<ScratchVector>(RB)};
+  }
+
+  // Keys of [j0, j0 + n) that query row i (token i of Tq) attends: those at positions <= p_i.
+  KOKKOS_INLINE_FUNCTION int attended(int i, int j0, int n) const {
+    const int last = s.length - s.Tq + i;  // p_i
+    const int a = last - j0 + 1;
+    return a < 0 ? 0 : (a < n ? a : n);
+  }
+
+  KOKKOS_INLINE_FUNCTION void operator()(const Team& team) const {
+    const int split = team.league_rank() % s.splits;
+    const int bg = team.league_rank() / s.splits;
+    const int b = bg / s.Hkv, g = bg % s.Hkv;
+    const int j0 = split * s.chunk;
+    const int n = s.length - j0 < s.chunk ? s.length - j0 : s.chunk;
+    const Scratch sc = carve_scratch<DecodeAttentionPartial>(team, Tiles::scratch_level, s.D, s.chunk);
+    for (int r0 = 0; r0 < s.group_rows(); r0 += RB) {
+      const int rows = s.group_rows() - r0 < RB ? s.group_rows() - r0 : RB;
+      load_queries(team, sc, b, g, r0, rows);
+      team.team_barrier();
+      score_keys(team, sc, b, g, r0, rows, j0, n);
+      team.team_barrier();
+      exponentiate(team, sc, r0, rows, j0, n);
+      team.team_barrier();
+      accumulate_values(team, sc, b, g, r0, rows, j0, n, split);
+      team.team_barrier();
+    }
+  }
+
+  // Row r of the group is query head g·G + r / Tq, token r % Tq.
+  KOKKOS_INLINE_FUNCTION int head_of(int g, int r) const { return g * s.group() + r / s.Tq; }
+
+  KOKKOS_INLINE_FUNCTION void load_queries(const Team& team, const Scratch& sc, int b, int g, int r0, int rows) const {
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, rows), [&](int r) {
+      const int h = head_of(g, r0 + r), i = (r0 + r) % s.Tq;
+      Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, s.D), [&](int d) { sc.Qs(r, d) = scale * q(b, h, i, d); });
+    });
+  }
+
+  KOKKOS_INLINE_FUNCTION void score_keys(const Team& team, const Scratch& sc, int b, int g, int r0, int rows, int j0,
+                                         int n) const {
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, n), [&](int j) {
+      const float* kj = &k(b, g, j0 + j, 0);
+      for (int r = 0; r < rows; ++r) {
+        if (j >= attended((r0 + r) % s.Tq, j0, n)) continue;
+        const float* qr = &sc.Qs(r, 0);
+        float dot = 0.0f;
+        Kokkos::parallel_reduce(Kokkos::ThreadVectorRange(team, s.D), [&](int d, float& acc) { acc += qr[d] * kj[d]; },
+                                dot);
+        Kokkos::single(Kokkos::PerThread(team), [&]() { sc.Ps(r, j) = dot; });
+      }
+    });
+  }
+
+  // Per row: m = the chunk's max score, Ps = e^(score − m), l = Σ Ps. A row with nothing attended
+  // keeps m = −inf, l = 0. A NaN score makes l NaN, and the merge carries it to the row's output.
+  KOKKOS_INLINE_FUNCTION void exponentiate(const Team& team, const Scratch& sc, int r0, int rows, int j0, int n) const {
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, rows), [&](int r) {
+      const int a = attended((r0 + r) % s.Tq, j0, n);
+      float* p = &sc.Ps(r, 0);
+      float m = -__builtin_huge_valf();
+      Kokkos::parallel_reduce(Kokkos::ThreadVectorRange(team, a), [&](int j, float& x) { x = p[j] > x ? p[j] : x; },
+                              Kokkos::Max<float>(m));
+      const float shift = m == -__builtin_huge_valf() ? 0.0f : m;
+      float l = 0.0f;
+      Kokkos::parallel_reduce(Kokkos::ThreadVectorRange(team, a), [&](int j, float& sum) {
+        const float e = fast_exp_clamped(p[j] - shift);
+        p[j] = e;
+        sum += e;
+      }, l);
+      Kokkos::single(Kokkos::PerThread(team), [&]() {
+        sc.m(r) = m;
+        sc.l(r) = l;
+      });
+    });
+  }
+
+  // acc[r, d] = Σ_j Ps[r, j] · V[j, d], written with m and l as this chunk's partial result.
+  KOKKOS_INLINE_FUNCTION void accumulate_values(const Team& team, const Scratch& sc, int b, int g, int r0, int rows,
+                                                int j0, int n, int split) const {
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, rows), [&](int r) {
+      const int h = head_of(g, r0 + r), i = (r0 + r) % s.Tq;
+      const int row = s.row(b, h, i);
+      const int a = attended(i, j0, n);
+      const float* p = &sc.Ps(r, 0);
+      float* acc = &part_acc(row, split, 0);
+      Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, s.D), [&](int d) { acc[d] = 0.0f; });
+      for (int j = 0; j < a; ++j) {
+        const float pj = p[j];
+        const float* vj = &v(b, g, j0 + j, 0);
+        Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, s.D), [&](int d) { acc[d] += pj * vj[d]; });
+      }
+      Kokkos::single(Kokkos::PerThread(team), [&]() {
+        part_max(row, split) = sc.m(r);
+        part_sum(row, split) = sc.l(r);
+      });
+    });
+  }
+};
+
+// The chunks' partial results merged, in chunk order, into out and lse.
+template <class Space>
+struct DecodeAttentionMerge {
+  Tensor3<Space> out;  // [rows, 1, D] view of [B,Hq,Tq,D]
+  Vector<Space> lse;   // [rows]
+  ConstMatrix<Space> part_max, part_sum;
+  ConstTensor3<Space> part_acc;
+
+  KOKKOS_INLINE_FUNCTION void operator()(const int row, const int d) const {
+    const int splits = static_cast<int>(part_max.extent(1));
+    float M = -__builtin_huge_valf();
+    for (int c = 0; c < splits; ++c) M = part_max(row, c) > M ? part_max(row, c) : M;
+    const float shift = M == -__builtin_huge_valf() ? 0.0f : M;
+    float l = 0.0f, acc = 0.0f;
+    for (int c = 0; c < splits; ++c) {
+      const float w = part_sum(row, c) == 0.0f ? 0.0f : fast_exp_clamped(part_max(row, c) - shift);
+      l += w * part_sum(row, c);
+      acc += w * part_acc(row, c, d);
+    }
+    out(row, 0, d) = l == 0.0f ? 0.0f : acc / l;
+    if (d == 0) lse(row) = l == 0.0f ? -__builtin_huge_valf() : shift + compat::log(l);
+  }
+};
+
+// How the keys are split: enough chunks to give every execution unit `teams_per_unit` teams when
+// B·Hkv alone would not, never chunks shorter than min_chunk keys, never longer than max_chunk
+// (the score row is in scratch). Depends only on the shape and the space's concurrency, so a run
+// on one machine is deterministic.
+template <class Space, class Tune = Tuning<Space>>
+DecodeAttentionShape decode_attention_shape(int B, int Hq, int Hkv, int Tq, int D, int length, int splits = 0) {
+  using Tiles = typename Tune::decode_attention;
+  DecodeAttentionShape s{B, Hq, Hkv, Tq, D, length, length, 1};
+  if (splits <= 0) {
+    const long units = static_cast<long>(Space().concurrency()) * Tiles::teams_per_unit;
+    const long teams = static_cast<long>(B) * Hkv;
+    splits = static_cast<int>(teams >= units ? 1 : (units + teams - 1) / teams);
+    const int most = (length + Tiles::min_chunk - 1) / Tiles::min_chunk;
+    splits = splits < most ? splits : most;
+  }
+  splits = splits < 1 ? 1 : (splits > length ? length : splits);
+  s.chunk = (length + splits - 1) / splits;
+  if (s.chunk > Tiles::max_chunk) s.chunk = Tiles::max_chunk;
+  s.splits = (length + s.chunk - 1) / s.chunk;
+  return s;
+}
+
+// out [B,Hq,Tq,D] and lse [B·Hq·Tq] from q [B,Hq,Tq,D] against the first s.length positions of the cache k, v
+// [B,Hkv,Tmax,D]; part_* are the caller's workspaces: max and sum [rows, splits], acc [rows, splits, D].
+template <class Space, class Tune = Tuning<Space>>
+void decode_attention(const Tensor4<Space>& out, const Vector<Space>& lse, const ConstTensor4<Space>& q,
+                      const ConstTensor4<Space>& k, const ConstTensor4<Space>& v, float scale,
+                      const DecodeAttentionShape& s, const Matrix<Space>& part_max, const Matrix<Space>& part_sum,
+                      const Tensor3<Space>& part_acc) {
+  using Kernel = DecodeAttentionPartial<Space, Tune>;
+  using Tiles = typename Tune::decode_attention;
+  const std::size_t bytes = scratch_bytes<Kernel>(s.D, s.chunk);
+  typename Kernel::Policy policy(s.B * s.Hkv * s.splits, Tiles::team_size, Tiles::vector_length);
+  Kokkos::parallel_for("ptk::decode_attention", policy.set_scratch_size(Tiles::scratch_level, Kokkos::PerTeam(bytes)),
+                       Kernel{part_max, part_sum, part_acc, q, k, v, scale, s});
+  const int rows = s.B * s.Hq * s.Tq;
+  Kokkos::parallel_for("ptk::decode_attention_merge",
+                       Kokkos::MDRangePolicy<Space, Kokkos::Rank<2>>({0, 0}, {rows, s.D}),
+                       DecodeAttentionMerge<Space>{Tensor3<Space>(out.data(), rows, 1, s.D), lse, part_max, part_sum,
+                                                   part_acc});
+}
+
+}  // namespace ptk::kernels

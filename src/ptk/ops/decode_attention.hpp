@@ -1,0 +1,82 @@
+#pragma once
+// decode_attention: O[B,Hq,Tq,D] for the Tq newest tokens, at positions L − Tq … L − 1, against a KV cache K, V
+// [B,Hkv,Tmax,D] whose first L positions are filled (the new tokens' keys included): query i attends
+// keys 0 … L − Tq + i (causal), query head h the kv head h / (Hq/Hkv) (grouped-query attention; Hkv = Hq is
+// multi-head attention). scale defaults to 1/sqrt(D). Also returns lse[B,Hq,Tq] as ops::attention does.
+// Positions L … Tmax − 1 of the cache are never read.
+// kv_cache_append: writes the heads of a projection's rows [B,Tn,W] (columns offset … offset + Hkv·D) into
+// positions pos … pos + Tn − 1 of a cache [B,Hkv,Tmax,D].
+#include <cmath>
+#include <optional>
+
+#include "ptk/kernels/decode_attention.hpp"
+#include "ptk/kernels/kv_cache.hpp"
+#include "ptk/ops/attention.hpp"
+#include "ptk/ops/checks.hpp"
+
+namespace ptk::ops {
+
+namespace detail {
+template <class Space>
+void check_cache(const char* op, const Tensor<Space>& k_cache, const Tensor<Space>& v_cache) {
+  check_tensor(op, "K cache", k_cache, 4, 4);
+  check_tensor(op, "V cache", v_cache, 4, 4);
+  require(k_cache.shape() == v_cache.shape(), op, ": the K cache ", to_string(k_cache.shape()), " and the V cache ",
+          to_string(v_cache.shape()), " must have the same shape [B,Hkv,Tmax,D]");
+}
+}  // namespace detail
+
+// splits: how many key chunks are reduced in parallel and merged (0: chosen from the shape and the space's
+// concurrency, kernels::decode_attention_shape). Any value gives the same result up to rounding.
+template <class Space>
+AttentionOutputs<Space> decode_attention(const Tensor<Space>& q, const Tensor<Space>& k_cache,
+                                         const Tensor<Space>& v_cache, std::int64_t length,
+                                         std::optional<float> scale = std::nullopt, int splits = 0) {
+  const char* op = "decode_attention";
+  check_tensor(op, "Q", q, 4, 4);
+  detail::check_cache(op, k_cache, v_cache);
+  const auto shapes = "Q " + to_string(q.shape()) + ", K cache " + to_string(k_cache.shape());
+  const auto B = q.dim(0), Hq = q.dim(1), Tq = q.dim(2), D = q.dim(3), Hkv = k_cache.dim(1), Tmax = k_cache.dim(2);
+  require(k_cache.dim(0) == B && k_cache.dim(3) == D, op, ": Q [B,Hq,Tq,D] and the cache [B,Hkv,Tmax,D] must agree in B and D, got ",
+          shapes);
+  require(Hq % Hkv == 0, op, ": the query heads Hq = ", Hq, " are not a multiple of the cache's kv heads Hkv = ", Hkv,
+          " (", shapes, ")");
+  require(length >= Tq && length <= Tmax, op, ": length ", length, " must be in [Tq, Tmax] = [", Tq, ", ", Tmax,
+          "]: the cache holds the new tokens' keys too (", shapes, ")");
+  require(splits >= 0, op, ": splits must be >= 0, got ", splits);
+  const auto s = kernels::decode_attention_shape<Space>(static_cast<int>(B), static_cast<int>(Hq), static_cast<int>(Hkv),
+                                                        static_cast<int>(Tq), static_cast<int>(D),
+                                                        static_cast<int>(length), splits);
+  const auto rows = B * Hq * Tq;
+  AttentionOutputs<Space> r{Tensor<Space>::uninitialized(q.shape(), "ptk::decode_attention"),
+                            Tensor<Space>::uninitialized({B, Hq, Tq}, "ptk::decode_attention_lse")};
+  auto part_max = Tensor<Space>::uninitialized({rows, s.splits}, "ptk::decode_attention_max");
+  auto part_sum = Tensor<Space>::uninitialized({rows, s.splits}, "ptk::decode_attention_sum");
+  auto part_acc = Tensor<Space>::uninitialized({rows, s.splits, D}, "ptk::decode_attention_acc");
+  const auto as4 = [](const Tensor<Space>& t) { return Tensor4<Space>(t.data(), t.dim(0), t.dim(1), t.dim(2), t.dim(3)); };
+  kernels::decode_attention<Space>(as4(r.out), r.lse.flat(), as4(q), as4(k_cache), as4(v_cache),
+                                   scale.value_or(1.0f / std::sqrt(static_cast<float>(D))), s,
+                                   Matrix<Space>(part_max.data(), rows, s.splits),
+                                   Matrix<Space>(part_sum.data(), rows, s.splits),
+                                   Tensor3<Space>(part_acc.data(), rows, s.splits, D));
+  return r;
+}
+
+template <class Space>
+void kv_cache_append(const Tensor<Space>& cache, const Tensor<Space>& rows, std::int64_t offset, std::int64_t pos) {
+  const char* op = "kv_cache_append";
+  check_tensor(op, "cache", cache, 4, 4);
+  check_tensor(op, "rows", rows, 3, 3);
+  const auto B = cache.dim(0), H = cache.dim(1), Tmax = cache.dim(2), D = cache.dim(3), Tn = rows.dim(1);
+  const auto shapes = "cache " + to_string(cache.shape()) + ", rows " + to_string(rows.shape());
+  require(rows.dim(0) == B, op, ": the rows' batch differs from the cache's: ", shapes);
+  require(offset >= 0 && offset + H * D <= rows.dim(2), op, ": columns [", offset, ", ", offset + H * D,
+          ") of the rows hold the heads, but the rows have ", rows.dim(2), " columns (", shapes, ")");
+  require(pos >= 0 && pos + Tn <= Tmax, op, ": positions [", pos, ", ", pos + Tn, ") do not fit the cache's Tmax = ",
+          Tmax, " (", shapes, ")");
+  kernels::kv_cache_append<Space>(Tensor4<Space>(cache.data(), B, H, Tmax, D),
+                                  ConstTensor3<Space>(rows.data(), B, Tn, rows.dim(2)), static_cast<int>(offset),
+                                  static_cast<int>(pos));
+}
+
+}  // namespace ptk::ops

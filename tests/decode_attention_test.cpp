@@ -1,0 +1,131 @@
+// decode attention parity: ptk::ops::decode_attention (split-KV, grouped-query) against the float64 oracle,
+// over cache lengths that cross the chunk boundaries, GQA ratios 1, 2, 4, several new tokens at once and forced
+// split counts; cache positions past the filled length hold NaN, so reading one would show. Also
+// kv_cache_append against a plain copy, and the one-line refusals of bad shapes.
+#include <limits>
+
+#include "parity.hpp"
+#include "ptk/ops/decode_attention.hpp"
+#include "ptk/reference/decode_attention.hpp"
+
+namespace ptk::test {
+namespace {
+
+struct DecodeCase {
+  std::int64_t B, Hq, Hkv, Tq, Tmax, D, L;
+  int splits = 0;  // 0: the op's choice
+};
+
+std::string name(const DecodeCase& c) {
+  return "B" + std::to_string(c.B) + "_Hq" + std::to_string(c.Hq) + "_Hkv" + std::to_string(c.Hkv) + "_Tq" +
+         std::to_string(c.Tq) + "_Tmax" + std::to_string(c.Tmax) + "_D" + std::to_string(c.D) + "_L" +
+         std::to_string(c.L) + "_splits" + std::to_string(c.splits);
+}
+void PrintTo(const DecodeCase& c, std::ostream* os) { *os << name(c); }
+
+const std::vector<DecodeCase> kCases = {
+    {1, 1, 1, 1, 1, 1, 1},          {1, 4, 4, 1, 8, 16, 7},        {3, 4, 2, 1, 64, 32, 64},
+    {2, 8, 2, 1, 128, 64, 127},     {1, 4, 1, 3, 40, 17, 17},      {2, 6, 3, 2, 600, 64, 513},
+    {1, 8, 2, 1, 2048, 64, 1500},   {1, 8, 4, 4, 2000, 128, 1999}, {1, 2, 1, 1, 300, 3, 257, 7},
+    {2, 4, 2, 3, 520, 32, 513, 3},  {1, 4, 4, 1, 130, 64, 129, 64}, {1, 2, 2, 5, 70, 8, 5, 2},
+    {1, 3, 1, 1, 4096, 80, 4096},   {1, 1, 1, 1, 33, 16, 33, 33},
+};
+
+// The caches' filled positions random in [-1, 1], the rest NaN.
+std::vector<float> cache_values(const DecodeCase& c, const std::string& seed) {
+  auto x = uniform(c.B * c.Hkv * c.Tmax * c.D, -1, 1, seed);
+  for (std::int64_t bh = 0; bh < c.B * c.Hkv; ++bh)
+    for (std::int64_t t = c.L; t < c.Tmax; ++t)
+      for (std::int64_t d = 0; d < c.D; ++d) x[(bh * c.Tmax + t) * c.D + d] = std::numeric_limits<float>::quiet_NaN();
+  return x;
+}
+
+template <class Space>
+void check_decode(const DecodeCase& c, const std::vector<float>& q, const std::vector<float>& k,
+                  const std::vector<float>& v) {
+  const Shape q_shape{c.B, c.Hq, c.Tq, c.D}, cache_shape{c.B, c.Hkv, c.Tmax, c.D}, lse_shape{c.B, c.Hq, c.Tq};
+  const float scale = 1.0f / std::sqrt(static_cast<float>(c.D));
+  std::vector<float> want(q.size()), want_lse(static_cast<std::size_t>(c.B * c.Hq * c.Tq));
+  reference::decode_attention(want.data(), want_lse.data(), q.data(), k.data(), v.data(), c.B, c.Hq, c.Hkv, c.Tq,
+                              c.Tmax, c.D, c.L, scale);
+  const auto kt = Tensor<Space>::from_host(cache_shape, k), vt = Tensor<Space>::from_host(cache_shape, v);
+  const auto qt = Tensor<Space>::from_host(q_shape, q);
+  const auto r = ops::decode_attention(qt, kt, vt, c.L, std::nullopt, c.splits);
+  // Inputs in [-1, 1] at scale 1/sqrt(D): every score is below sqrt(D) in magnitude.
+  const double bound = std::max(1.0, std::sqrt(static_cast<double>(c.D)));
+  const auto out = r.out.to_vector();
+  EXPECT_TRUE(all_close(out, want, q_shape, tolerance::attention(c.D, c.L, bound))) << Space::name() << " out";
+  EXPECT_TRUE(all_close(r.lse.to_vector(), want_lse, lse_shape, tolerance::attention_lse(c.D, c.L, bound)))
+      << Space::name() << " lse";
+  // The merge order is fixed: a second run is bitwise the first.
+  EXPECT_EQ(ops::decode_attention(qt, kt, vt, c.L, std::nullopt, c.splits).out.to_vector(), out) << Space::name();
+}
+
+class DecodeAttentionParity : public ::testing::TestWithParam<DecodeCase> {};
+
+TEST_P(DecodeAttentionParity, Forward) {
+  const auto& c = GetParam();
+  const auto q = uniform(c.B * c.Hq * c.Tq * c.D, -1, 1, name(c) + "q");
+  const auto k = cache_values(c, name(c) + "k"), v = cache_values(c, name(c) + "v");
+  for_each_space([&](auto space) { check_decode<typename decltype(space)::type>(c, q, k, v); });
+}
+
+INSTANTIATE_TEST_SUITE_P(Sweep, DecodeAttentionParity, ::testing::ValuesIn(kCases),
+                         [](const auto& info) { return name(info.param); });
+
+// Every split count gives the oracle's answer: the merge of partial (max, sum, acc) is exact math.
+TEST(DecodeAttention, AnySplitCountMatches) {
+  const DecodeCase base{2, 4, 2, 2, 300, 32, 257};
+  const auto q = uniform(base.B * base.Hq * base.Tq * base.D, -1, 1, "splits-q");
+  const auto k = cache_values(base, "splits-k"), v = cache_values(base, "splits-v");
+  for (int splits : {1, 2, 5, 16, 257}) {
+    DecodeCase c = base;
+    c.splits = splits;
+    for_each_space([&](auto space) { check_decode<typename decltype(space)::type>(c, q, k, v); });
+  }
+}
+
+TEST(DecodeAttention, CacheAppendPlacesHeads) {
+  for_each_space([&](auto space) {
+    using Space = typename decltype(space)::type;
+    const std::int64_t B = 2, H = 3, Tmax = 9, D = 4, Tn = 3, W = 2 + H * D + 1, pos = 5;
+    const auto rows = uniform(B * Tn * W, -1, 1, "append");
+    auto cache = Tensor<Space>({B, H, Tmax, D}, "cache");
+    ops::kv_cache_append(cache, Tensor<Space>::from_host({B, Tn, W}, rows), 2, pos);
+    const auto got = cache.to_vector();
+    for (std::int64_t b = 0; b < B; ++b)
+      for (std::int64_t h = 0; h < H; ++h)
+        for (std::int64_t t = 0; t < Tmax; ++t)
+          for (std::int64_t d = 0; d < D; ++d) {
+            const bool written = t >= pos && t < pos + Tn;
+            const float want = written ? rows[static_cast<std::size_t>((b * Tn + t - pos) * W + 2 + h * D + d)] : 0.0f;
+            ASSERT_EQ(got[static_cast<std::size_t>(((b * H + h) * Tmax + t) * D + d)], want)
+                << Space::name() << " b " << b << " h " << h << " t " << t << " d " << d;
+          }
+  });
+}
+
+TEST(DecodeAttention, RefusesBadShapes) {
+  using Space = Kokkos::DefaultHostExecutionSpace;
+  const auto q = Tensor<Space>({1, 4, 1, 8}, "q");
+  const auto cache = Tensor<Space>({1, 3, 16, 8}, "cache"), cache2 = Tensor<Space>({1, 2, 16, 8}, "cache");
+  const auto message = [](auto&& f) {
+    try {
+      f();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message([&] { ops::decode_attention(q, cache, cache, 4); }).find("not a multiple"), std::string::npos);
+  EXPECT_NE(message([&] { ops::decode_attention(q, cache2, cache2, 17); }).find("length 17"), std::string::npos);
+  EXPECT_NE(message([&] { ops::decode_attention(q, cache2, cache2, 0); }).find("length 0"), std::string::npos);
+  EXPECT_NE(message([&] { ops::decode_attention(q, cache2, cache, 4); }).find("same shape"), std::string::npos);
+  EXPECT_NE(message([&] { ops::kv_cache_append(cache2, Tensor<Space>({1, 2, 16}, "rows"), 0, 15); }).find("do not fit"),
+            std::string::npos);
+  EXPECT_NE(message([&] { ops::kv_cache_append(cache2, Tensor<Space>({1, 2, 15}, "rows"), 0, 0); }).find("columns"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace ptk::test
