@@ -184,6 +184,13 @@ inline Tolerance cross_entropy_backward(std::int64_t V, double max_abs_logit, do
 // two products and a sum, a few u on an O(1) value. Backward adds one more rounding (the +=).
 constexpr Tolerance rope{8.0 * u, 4.0 * u};
 
+// sampling: p = exp((l - max) / T) in fp32 with fast_exp: the argument a = (l - max)·(1/T) carries three
+// roundings (u |a| each), which exp turns into relative errors, plus fast_exp's own; normalizing divides by a
+// V-term fp32 sum (reduction(V) relative) and rounds once more. Relative to each kept probability.
+inline Tolerance sampling(std::int64_t V, double max_abs_argument) {
+  return {tiny, fast_exp + 3.0 * u * max_abs_argument + reduction(V) + 2.0 * u};
+}
+
 // Gradient check (tests/gradcheck_test.cpp), all in double: an oracle backward's vector-Jacobian product
 // against central differences (f(x + h) - f(x - h)) / 2h of f = Σ g·forward(x), h = kGradcheckStep.
 // Truncation: h²/6 |f‴| = 1.7e-11 |f‴|; 1e-8 covers |f‴| up to ~600 (the test data keep it O(10)).

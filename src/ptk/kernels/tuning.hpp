@@ -214,6 +214,16 @@ struct GpuDecodeAttention {
   static constexpr int teams_per_unit = 1;
 };
 
+// ---- Sampling (sampling.hpp) ----------------------------------------------------------------------
+// A team a row of logits; its threads split the vocabulary in every pass.
+struct HostSampling {
+  static constexpr int team_size = 1;
+};
+template <int MaxTeam>
+struct GpuSampling {
+  static constexpr int team_size = min_int(256, MaxTeam);
+};
+
 // ---- The tunings -------------------------------------------------------------------------------------
 struct HostTuning {
   static constexpr bool host = true;
@@ -221,6 +231,7 @@ struct HostTuning {
   using matmul = HostMatmul;
   using attention = HostAttention;
   using decode_attention = HostDecodeAttention;
+  using sampling = HostSampling;
   using columns = HostColumns;
 };
 
@@ -233,6 +244,7 @@ struct GpuTuning {
   using matmul = GpuMatmul<MaxTeam>;
   using attention = GpuAttention<MaxTeam>;
   using decode_attention = GpuDecodeAttention<MaxTeam>;
+  using sampling = GpuSampling<MaxTeam>;
   using columns = GpuColumns;
 };
 
