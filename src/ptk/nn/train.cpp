@@ -1,5 +1,7 @@
 #include "ptk/nn/train.hpp"
 
+#include "ptk/nn/inference.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -72,34 +74,15 @@ double evaluate(const Gpt& model, const std::vector<int>& tokens, int batch) {
 std::string generate(const Gpt& model, const Vocab& vocab, int start, int n, std::uint64_t seed,
                      const std::function<void(unsigned char)>& emit) {
   require(start >= 0 && start < vocab.size(), "generate: start token ", start, " is outside [0, ", vocab.size(), ")");
-  ag::NoGrad no_grad;
-  std::mt19937_64 rng(seed);
-  std::vector<int> context{start};
+  GenerateOptions options;
+  options.new_tokens = n;
+  options.seed = seed;
+  options.slide = true;
   std::string out;
-  const int V = model.config().vocab_size;
-  for (int i = 0; i < n; ++i) {
-    const int T = std::min(static_cast<int>(context.size()), model.config().block_size);
-    const std::vector<int> window(context.end() - T, context.end());
-    const auto logits = model.logits(ids(window, 1, T, model.device()), 1, T).values();
-    const float* last = logits.data() + static_cast<std::size_t>(T - 1) * static_cast<std::size_t>(V);
-    const double top = *std::max_element(last, last + V);
-    std::vector<double> p(static_cast<std::size_t>(V));
-    double sum = 0.0;
-    for (int v = 0; v < V; ++v) sum += p[static_cast<std::size_t>(v)] = std::exp(static_cast<double>(last[v]) - top);
-    // A uniform draw in [0, sum) from the raw 53 high bits (std::uniform_real_distribution is not portable).
-    double u = static_cast<double>(rng() >> 11) * 0x1.0p-53 * sum;
-    int next = V - 1;
-    for (int v = 0; v < V; ++v) {
-      u -= p[static_cast<std::size_t>(v)];
-      if (u < 0) {
-        next = v;
-        break;
-      }
-    }
-    context.push_back(next);
-    out += static_cast<char>(vocab.byte(next));
-    if (emit) emit(vocab.byte(next));
-  }
+  nn::generate(model, {start}, 1, options, [&](int, int token) {
+    out += static_cast<char>(vocab.byte(token));
+    if (emit) emit(vocab.byte(token));
+  });
   return out;
 }
 

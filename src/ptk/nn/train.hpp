@@ -74,8 +74,8 @@ class Trainer {
 // tokens from the start of `tokens` (a shorter tail is dropped), evaluated in batches of `batch` windows.
 double evaluate(const Gpt& model, const std::vector<int>& tokens, int batch);
 
-// n bytes sampled from the model (temperature 1), each conditioned on at most block_size preceding tokens,
-// starting from the single token `start`; the random draws come from a Mersenne Twister seeded with seed.
+// n bytes sampled from the model (temperature 1) with a KV cache (nn/inference.hpp), starting from the single
+// token `start`; at a full block the last half block is run again as a new prompt (GenerateOptions::slide).
 // `emit`, when given, receives each byte as soon as it is drawn (streamed output).
 std::string generate(const Gpt& model, const Vocab& vocab, int start, int n, std::uint64_t seed,
                      const std::function<void(unsigned char)>& emit = {});

@@ -31,6 +31,7 @@ using Params = std::map<std::string, std::vector<double>>;
 
 struct GptStep {
     double loss = 0.0;
+    std::vector<double> logits;  // [B, T, V]
     Params grads;
 };
 
@@ -132,6 +133,7 @@ inline GptStep gpt_step(const GptShape& s, const Params& p, const std::vector<in
                       C, eps);
     const Vec logits = linear(xf, P("wte.weight"), nullptr, N, C, V);
     GptStep r;
+    r.logits = logits;
     cross_entropy_forward(&r.loss, static_cast<double*>(nullptr), static_cast<double*>(nullptr), logits.data(),
                           targets.data(), N, V, -100);
 

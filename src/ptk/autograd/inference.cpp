@@ -1,0 +1,113 @@
+// The inference-only ops: argument checks and the kernels' calls on the arguments' space; no graph nodes.
+#include "ptk/autograd/inference.hpp"
+
+#include <optional>
+
+#include "ptk/autograd/storage.hpp"
+#include "ptk/kernels/heads.hpp"
+#include "ptk/ops/attention.hpp"
+#include "ptk/ops/decode_attention.hpp"
+#include "ptk/ops/sampling.hpp"
+
+namespace ptk::ag {
+
+namespace {
+
+template <class S>
+Var wrap(Tensor<S> value, Device device) {
+  auto impl = std::make_shared<VarImpl>();
+  impl->shape = value.shape();
+  impl->device = device;
+  impl->data.get<S>() = std::move(value);
+  return Var(std::move(impl));
+}
+
+void check_same_device(const char* op, const Var& a, const char* a_name, const Var& b, const char* b_name) {
+  require(a.defined() && b.defined(), op, ": ", a.defined() ? b_name : a_name, " is an undefined Var");
+  if (a.device() != b.device())
+    require(false, op, ": ", a_name, " ", to_string(a.shape()), " is on ", describe(a.device()), " but ", b_name, " ",
+            to_string(b.shape()), " is on ", describe(b.device()));
+}
+
+}  // namespace
+
+Var cached_attention(HeadColumns q, HeadColumns k, HeadColumns v, int n_head, const Var& k_cache, const Var& v_cache,
+                     int pos) {
+  const char* op = "cached_attention";
+  check_same_device(op, q.rows, "q", k_cache, "K cache");
+  check_same_device(op, k.rows, "k", k_cache, "K cache");
+  check_same_device(op, v.rows, "v", k_cache, "K cache");
+  check_same_device(op, v_cache, "V cache", k_cache, "K cache");
+  const Shape& cs = k_cache.shape();
+  require(cs.size() == 4 && v_cache.shape() == cs, op, ": the caches must be [B, Hkv, Tmax, D] alike, got K ",
+          to_string(cs), " and V ", to_string(v_cache.shape()));
+  const Shape& qs = q.rows.shape();
+  require(qs.size() == 3 && k.rows.shape().size() == 3 && v.rows.shape().size() == 3, op,
+          ": q, k and v rows must be [B, Tn, W], got ", to_string(qs), ", ", to_string(k.rows.shape()), ", ",
+          to_string(v.rows.shape()));
+  const auto B = cs[0], Hkv = cs[1], D = cs[3], Tn = qs[1], H = static_cast<std::int64_t>(n_head);
+  require(n_head > 0 && q.offset >= 0 && q.offset + H * D <= qs[2], op, ": ", n_head, " query heads of ", D,
+          " from column ", q.offset, " do not fit q rows ", to_string(qs));
+  require(qs[0] == B && k.rows.shape()[0] == B && v.rows.shape()[0] == B && k.rows.shape()[1] == Tn &&
+              v.rows.shape()[1] == Tn,
+          op, ": q ", to_string(qs), ", k ", to_string(k.rows.shape()), " and v ", to_string(v.rows.shape()),
+          " must share B and Tn with the cache ", to_string(cs));
+  const Device device = k_cache.device();
+  return on_device(device, [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    const Tensor<S>&kc = data_of<S>(k_cache), &vc = data_of<S>(v_cache);
+    ops::kv_cache_append(kc, data_of<S>(k.rows), k.offset, pos);
+    ops::kv_cache_append(vc, data_of<S>(v.rows), v.offset, pos);
+    const auto split = [&](HeadColumns x, std::int64_t heads) {
+      const Tensor<S>& rows = data_of<S>(x.rows);
+      auto t = Tensor<S>::uninitialized({B, heads, Tn, D}, "ptk::heads");
+      kernels::split_heads<S>(Tensor4<S>(t.data(), B, heads, Tn, D),
+                              Tensor3<S>(rows.data(), rows.dim(0), rows.dim(1), rows.dim(2)), x.offset);
+      return t;
+    };
+    const auto qh = split(q, H);
+    const bool prefill = pos == 0 && Tn > 1 && Hkv == H;
+    const auto r = prefill ? ops::attention(qh, split(k, Hkv), split(v, Hkv), std::nullopt, /*causal=*/true)
+                           : ops::decode_attention(qh, kc, vc, pos + Tn);
+    auto y = Tensor<S>::uninitialized({B, Tn, H * D}, "ptk::cached_attention");
+    kernels::merge_heads<S>(Tensor3<S>(y.data(), B, Tn, H * D), Tensor4<S>(r.out.data(), B, H, Tn, D), 0, false);
+    return wrap<S>(y, device);
+  });
+}
+
+Var last_position(const Var& x) {
+  require(x.defined() && x.shape().size() == 3, "last_position: x must be [B, T, C], got ",
+          x.defined() ? to_string(x.shape()) : "an undefined Var");
+  const auto B = x.shape()[0], T = x.shape()[1], C = x.shape()[2];
+  return on_device(x.device(), [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    const Tensor<S>& t = data_of<S>(x);
+    auto y = Tensor<S>::uninitialized({B, C}, "ptk::last_position");
+    Kokkos::deep_copy(y.rows(), Kokkos::subview(Tensor3<S>(t.data(), B, T, C), Kokkos::ALL, T - 1, Kokkos::ALL));
+    return wrap<S>(y, x.device());
+  });
+}
+
+std::vector<int> TokenSampler::operator()(const Var& logits, const std::vector<float>& u, const SamplingParams& p) {
+  require(logits.defined() && logits.shape().size() == 2, "sample: logits must be [rows, V], got ",
+          logits.defined() ? to_string(logits.shape()) : "an undefined Var");
+  const auto rows = logits.shape()[0];
+  return on_device(logits.device(), [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    if (!tokens_ || rows_ != rows || device_ != logits.device()) {
+      tokens_ = std::make_shared<IndexVector<S>>("ptk::sampled_tokens", static_cast<std::size_t>(rows));
+      rows_ = rows;
+      device_ = logits.device();
+    }
+    const auto& tokens = *static_cast<IndexVector<S>*>(tokens_.get());
+    ops::sample(tokens, data_of<S>(logits), u, {p.temperature, p.top_k, p.top_p});
+    const auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), tokens);
+    std::vector<int> out(host.data(), host.data() + rows);
+    for (std::int64_t b = 0; b < rows; ++b)
+      require(out[static_cast<std::size_t>(b)] >= 0, "sample: row ", b, " of the logits ", to_string(logits.shape()),
+              " holds a NaN or only -inf");
+    return out;
+  });
+}
+
+}  // namespace ptk::ag

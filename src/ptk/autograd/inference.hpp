@@ -1,0 +1,50 @@
+#pragma once
+// Inference-only ops on Vars (no Kokkos here): a KV cache's append and attention, the last position of a
+// sequence, and sampling. They record no graph: their results never require a gradient.
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "ptk/autograd/variable.hpp"
+
+namespace ptk::ag {
+
+// A projection's rows and where their heads start: heads h of `rows` [B, Tn, W] are the columns
+// offset + h·D … offset + (h + 1)·D (GPT-2's fused qkv keeps q, k and v side by side in one rows tensor).
+struct HeadColumns {
+  const Var& rows;
+  int offset;
+};
+
+// Appends the Tn new tokens' keys and values (k, v: n_kv_head heads) to the caches [B, Hkv, Tmax, D] at
+// positions pos … pos + Tn − 1, then attends the new queries (q: n_head heads) to cache positions 0 … pos + Tn − 1,
+// causally (query t sees the keys up to its own position). Returns [B, Tn, n_head·D]. A first call (pos = 0)
+// with several tokens and as many kv heads as query heads runs the prefill as flash attention over the new
+// tokens; every other call runs the split-KV decode attention over the cache (grouped-query heads shared).
+Var cached_attention(HeadColumns q, HeadColumns k, HeadColumns v, int n_head, const Var& k_cache, const Var& v_cache,
+                     int pos);
+
+// x [B, T, C] -> [B, C]: the last position of each sequence.
+Var last_position(const Var& x);
+
+struct SamplingParams {
+  float temperature = 1.0f;  // 0: greedy
+  int top_k = 0;             // 0: no limit
+  float top_p = 1.0f;        // 1: no limit
+};
+
+// One token per row of logits [rows, V], drawn on the logits' device (ops::sample) from the rows' uniform
+// draws u (host, [0, 1)); only the tokens come back. Keeps its token buffer across calls. A row of logits
+// holding a NaN, or only −inf, is a ptk::Error naming the row.
+class TokenSampler {
+ public:
+  TokenSampler() = default;
+  std::vector<int> operator()(const Var& logits, const std::vector<float>& u, const SamplingParams& params);
+
+ private:
+  std::shared_ptr<void> tokens_;  // the device buffer (inference.cpp)
+  std::int64_t rows_ = 0;
+  Device device_ = Device::host;
+};
+
+}  // namespace ptk::ag

@@ -1,0 +1,117 @@
+#include "ptk/nn/inference.hpp"
+
+#include <chrono>
+#include <random>
+#include <string>
+
+namespace ptk::nn {
+
+KvCache make_kv_cache(const Gpt& model, int batch, int capacity) {
+  const GptConfig& c = model.config();
+  require(batch > 0, "kv cache: batch must be positive, got ", batch);
+  require(capacity > 0 && capacity <= c.block_size, "kv cache: capacity ", capacity, " must be in [1, block_size = ",
+          c.block_size, "]");
+  KvCache cache;
+  cache.batch = batch;
+  cache.capacity = capacity;
+  const Shape shape{batch, c.n_head, capacity, c.n_embd / c.n_head};
+  for (int i = 0; i < c.n_layer; ++i) {
+    cache.k.push_back(ag::Var::zeros(shape, model.device()));
+    cache.v.push_back(ag::Var::zeros(shape, model.device()));
+  }
+  return cache;
+}
+
+ag::Var forward_cached(const Gpt& model, KvCache& cache, const std::vector<int>& ids, int Tn, bool all_positions) {
+  const GptConfig& c = model.config();
+  const int B = cache.batch, pos = cache.length;
+  require(Tn > 0 && static_cast<std::int64_t>(ids.size()) == static_cast<std::int64_t>(B) * Tn, "forward_cached: ",
+          ids.size(), " ids for batch ", B, " x ", Tn, " new tokens");
+  require(pos + Tn <= cache.capacity, "forward_cached: positions ", pos, " + ", Tn, " new tokens exceed the cache's ",
+          cache.capacity, " (block_size ", c.block_size, ")");
+  ag::NoGrad no_grad;
+  const auto p = [&](const std::string& name) -> const ag::Var& { return model.parameter(name); };
+  std::vector<int> positions(ids.size());
+  for (std::size_t i = 0; i < positions.size(); ++i) positions[i] = pos + static_cast<int>(i % static_cast<std::size_t>(Tn));
+  const auto id_parts = ag::Ids::from_vectors({B, Tn}, {&ids, &positions}, model.device());
+  const int C = c.n_embd;
+  ag::Var x = ag::add(ag::embedding(id_parts[0], p("wte.weight")), ag::embedding(id_parts[1], p("wpe.weight")));
+  for (int i = 0; i < c.n_layer; ++i) {
+    const std::string h = "h." + std::to_string(i) + ".";
+    ag::Var a = ag::layernorm(x, p(h + "ln_1.weight"), p(h + "ln_1.bias"));
+    const ag::Var qkv = ag::linear(a, p(h + "attn.c_attn.weight"), p(h + "attn.c_attn.bias"));
+    a = ag::cached_attention({qkv, 0}, {qkv, C}, {qkv, 2 * C}, c.n_head, cache.k[i], cache.v[i], pos);
+    x = ag::add(x, ag::linear(a, p(h + "attn.c_proj.weight"), p(h + "attn.c_proj.bias")));
+    ag::Var m = ag::layernorm(x, p(h + "ln_2.weight"), p(h + "ln_2.bias"));
+    m = ag::gelu(ag::linear(m, p(h + "mlp.c_fc.weight"), p(h + "mlp.c_fc.bias")));
+    x = ag::add(x, ag::linear(m, p(h + "mlp.c_proj.weight"), p(h + "mlp.c_proj.bias")));
+  }
+  cache.length = pos + Tn;
+  if (!all_positions) x = ag::last_position(x);
+  x = ag::layernorm(x, p("ln_f.weight"), p("ln_f.bias"));
+  return ag::linear(x, p("wte.weight"));
+}
+
+GenerateStats generate(const Gpt& model, const std::vector<int>& prompts, int batch, const GenerateOptions& options,
+                       const std::function<void(int, int)>& emit) {
+  const GptConfig& c = model.config();
+  require(batch > 0 && !prompts.empty() && prompts.size() % static_cast<std::size_t>(batch) == 0, "generate: ",
+          prompts.size(), " prompt ids do not split into ", batch, " prompts of one length");
+  const int P = static_cast<int>(prompts.size() / static_cast<std::size_t>(batch));
+  for (std::size_t i = 0; i < prompts.size(); ++i)
+    require(prompts[i] >= 0 && prompts[i] < c.vocab_size, "generate: prompt id ", prompts[i], " at position ",
+            i % static_cast<std::size_t>(P), " of prompt ", i / static_cast<std::size_t>(P), " is outside the vocabulary [0, ",
+            c.vocab_size, ")");
+  require(options.new_tokens >= 0, "generate: the number of new tokens must be >= 0, got ", options.new_tokens);
+  require(options.slide || static_cast<std::int64_t>(P) + options.new_tokens <= c.block_size + 1, "generate: the prompt's ",
+          P, " tokens + ", options.new_tokens, " new tokens need a context of ", P + options.new_tokens - 1,
+          " positions, beyond the model's block_size ", c.block_size);
+  require(options.slide || P <= c.block_size, "generate: the prompt's ", P, " tokens exceed the model's block_size ",
+          c.block_size);
+
+  ag::NoGrad no_grad;
+  ag::ReuseBuffers reuse;
+  KvCache cache = make_kv_cache(model, batch, c.block_size);
+  ag::TokenSampler sample;
+  std::mt19937_64 rng(options.seed);
+  std::vector<float> u(static_cast<std::size_t>(batch));
+  // Each row's tokens so far: a slide runs the last half block of them again.
+  std::vector<std::vector<int>> history(static_cast<std::size_t>(batch));
+  for (int b = 0; b < batch; ++b)
+    history[static_cast<std::size_t>(b)].assign(prompts.begin() + static_cast<std::ptrdiff_t>(b) * P,
+                                                prompts.begin() + static_cast<std::ptrdiff_t>(b + 1) * P);
+  const auto window = [&](int T) {
+    std::vector<int> ids;
+    for (const auto& h : history) ids.insert(ids.end(), h.end() - T, h.end());
+    return ids;
+  };
+
+  GenerateStats stats{batch, P, 0, 0.0, 0.0};
+  using Clock = std::chrono::steady_clock;
+  auto t0 = Clock::now();
+  const int first = std::min(P, c.block_size);
+  ag::Var logits = forward_cached(model, cache, window(first), first);
+  for (int n = 0; n < options.new_tokens; ++n) {
+    for (auto& x : u) x = static_cast<float>(rng() >> 40) * 0x1.0p-24f;
+    const std::vector<int> next = sample(logits, u, options.sampling);
+    const auto t1 = Clock::now();
+    (n == 0 ? stats.prefill_seconds : stats.decode_seconds) += std::chrono::duration<double>(t1 - t0).count();
+    ++stats.new_tokens;
+    for (int b = 0; b < batch; ++b) {
+      history[static_cast<std::size_t>(b)].push_back(next[static_cast<std::size_t>(b)]);
+      if (emit) emit(b, next[static_cast<std::size_t>(b)]);
+    }
+    if (n + 1 == options.new_tokens) break;
+    t0 = Clock::now();
+    if (cache.length == cache.capacity) {  // only with slide (checked above)
+      cache.length = 0;
+      const int keep = std::max(1, c.block_size / 2);
+      logits = forward_cached(model, cache, window(keep), keep);
+    } else {
+      logits = forward_cached(model, cache, next, 1);
+    }
+  }
+  return stats;
+}
+
+}  // namespace ptk::nn

@@ -1,0 +1,49 @@
+#pragma once
+// Generation with a KV cache: a prompt is run once (prefill), its keys and values kept per layer, and every new
+// token then costs one position of work (decode) instead of a recomputation of the whole context.
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "ptk/autograd/inference.hpp"
+#include "ptk/nn/gpt.hpp"
+
+namespace ptk::nn {
+
+// Per layer, the keys and values of the positions seen so far: [batch, kv heads, capacity, head dim].
+struct KvCache {
+  std::vector<ag::Var> k, v;
+  int batch = 0, capacity = 0;
+  int length = 0;  // positions filled (the same for every sequence of the batch)
+};
+
+// capacity: at most the model's block_size (its position table / rope range); a ptk::Error otherwise.
+KvCache make_kv_cache(const Gpt& model, int batch, int capacity);
+
+// Runs ids [batch, Tn] (row-major, host) at positions cache.length … cache.length + Tn − 1, appending their keys
+// and values to the cache. Returns the logits of the last new position, [batch, V], or of every new position,
+// [batch, Tn, V], with all_positions. Records no graph. A ptk::Error when the cache cannot hold Tn more.
+ag::Var forward_cached(const Gpt& model, KvCache& cache, const std::vector<int>& ids, int Tn,
+                       bool all_positions = false);
+
+struct GenerateOptions {
+  int new_tokens = 256;
+  ag::SamplingParams sampling;
+  std::uint64_t seed = 0;
+  // At a full cache: false, a ptk::Error before any work (the context must fit block_size); true, the
+  // sequence's last half block is run again as a new prompt and generation goes on (train --sample).
+  bool slide = false;
+};
+
+struct GenerateStats {
+  int batch = 0, prompt_tokens = 0, new_tokens = 0;
+  double prefill_seconds = 0.0, decode_seconds = 0.0;  // the first token is the prefill's; the others decode's
+};
+
+// Generates options.new_tokens tokens after each of `batch` prompts of one length (prompts: [batch, P] row-major).
+// The draws come from a 64-bit Mersenne Twister seeded with options.seed: u = (next >> 40) · 2^-24 per row and
+// token, in row order. emit(row, token) receives each token as soon as it is drawn.
+GenerateStats generate(const Gpt& model, const std::vector<int>& prompts, int batch, const GenerateOptions& options,
+                       const std::function<void(int, int)>& emit);
+
+}  // namespace ptk::nn

@@ -1,0 +1,137 @@
+// Generation with a KV cache: the logits of a prefill and of every decode step after it against the float64
+// oracle's full recomputation of the whole sequence (prefill lengths 1, 7, 64 and block − 1; batch 2), greedy
+// generation against the argmax of full recomputations, seeded sampling repeatable, and the refusals.
+#include <gtest/gtest.h>
+
+#include "parity.hpp"
+#include "ptk/nn/inference.hpp"
+#include "ptk/reference/gpt.hpp"
+
+namespace ptk::test {
+namespace {
+
+const ag::Device kHost = ag::Device::host;
+
+// Weights larger than the initialization's, so that attention is far from uniform and every layer matters.
+reference::Params randomize(const nn::Gpt& model) {
+  reference::Params params;
+  for (const auto& [name, var] : model.parameters()) {
+    auto v = uniform(var.numel(), -0.3f, 0.3f, "inference-" + name);
+    if (var.shape().size() == 1 && name.find("weight") != std::string::npos)
+      for (auto& x : v) x += 1.0f;
+    var.assign(v);
+    params[name] = std::vector<double>(v.begin(), v.end());
+  }
+  return params;
+}
+
+std::vector<int> random_tokens(std::size_t n, int V, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::vector<int> t(n);
+  for (auto& x : t) x = static_cast<int>(gen() % static_cast<unsigned>(V));
+  return t;
+}
+
+// Row b, position t of the oracle's [B, T, V] logits.
+std::vector<float> oracle_row(const std::vector<double>& logits, int T, int V, int b, int t) {
+  const auto* r = logits.data() + (static_cast<std::size_t>(b) * T + t) * V;
+  return std::vector<float>(r, r + V);
+}
+
+// The largest |got - want| / (atol + rtol |want|) seen, printed for docs/tolerances.md.
+struct Worst {
+  double ratio = 0.0;
+  void see(const std::vector<float>& got, const std::vector<float>& want, const Tolerance& tol) {
+    for (std::size_t i = 0; i < got.size(); ++i)
+      ratio = std::max(ratio, std::fabs(static_cast<double>(got[i]) - want[i]) / tol.allowed(want[i]));
+  }
+};
+
+TEST(Inference, CachedLogitsMatchTheOracleAtEveryPosition) {
+  Worst worst;
+  const nn::GptConfig c{2, 4, 32, 72, 29};
+  const int B = 2, T = c.block_size, V = c.vocab_size;
+  const nn::Gpt model(c, kHost, 11);
+  const auto params = randomize(model);
+  const auto tokens = random_tokens(static_cast<std::size_t>(B * T), V, 5);
+  const auto oracle = reference::gpt_step({c.n_layer, c.n_head, c.n_embd, c.block_size, V}, params, tokens, tokens, B, T);
+  for (int P : {1, 7, 64, T - 1}) {
+    nn::KvCache cache = nn::make_kv_cache(model, B, T);
+    std::vector<int> prompt;
+    for (int b = 0; b < B; ++b) prompt.insert(prompt.end(), tokens.begin() + b * T, tokens.begin() + b * T + P);
+    const auto prefill = nn::forward_cached(model, cache, prompt, P, /*all_positions=*/true).values();
+    for (int b = 0; b < B; ++b)
+      for (int t = 0; t < P; ++t) {
+        const std::vector<float> got(prefill.begin() + (b * P + t) * V, prefill.begin() + (b * P + t + 1) * V);
+        ASSERT_TRUE(all_close(got, oracle_row(oracle.logits, T, V, b, t), {V}, tolerance::cached_logits))
+            << "prefill " << P << ", row " << b << ", position " << t;
+        worst.see(got, oracle_row(oracle.logits, T, V, b, t), tolerance::cached_logits);
+      }
+    for (int t = P; t < T; ++t) {
+      std::vector<int> next;
+      for (int b = 0; b < B; ++b) next.push_back(tokens[static_cast<std::size_t>(b * T + t)]);
+      const auto step = nn::forward_cached(model, cache, next, 1).values();
+      for (int b = 0; b < B; ++b) {
+        const std::vector<float> got(step.begin() + b * V, step.begin() + (b + 1) * V);
+        ASSERT_TRUE(all_close(got, oracle_row(oracle.logits, T, V, b, t), {V}, tolerance::cached_logits))
+            << "prefill " << P << ", decode step at position " << t << ", row " << b;
+        worst.see(got, oracle_row(oracle.logits, T, V, b, t), tolerance::cached_logits);
+      }
+    }
+    EXPECT_EQ(cache.length, T);
+    EXPECT_THROW(nn::forward_cached(model, cache, {0, 0}, 1), Error);  // full
+  }
+  std::cout << "[ measured ] worst cached-logit error: " << worst.ratio << " of the tolerance\n";
+}
+
+TEST(Inference, GreedyGenerationIsTheArgmaxOfFullRecomputation) {
+  const nn::GptConfig c{2, 2, 16, 40, 23};
+  const nn::Gpt model(c, kHost, 3);
+  randomize(model);
+  const int B = 2, P = 5, N = c.block_size - P + 1;
+  const auto prompts = random_tokens(static_cast<std::size_t>(B * P), c.vocab_size, 9);
+  std::vector<std::vector<int>> generated(B);
+  nn::GenerateOptions options;
+  options.new_tokens = N;
+  options.sampling.temperature = 0.0f;
+  const auto stats = nn::generate(model, prompts, B, options, [&](int b, int token) { generated[b].push_back(token); });
+  EXPECT_EQ(stats.new_tokens, N);
+  EXPECT_EQ(stats.prompt_tokens, P);
+  ag::NoGrad no_grad;
+  for (int b = 0; b < B; ++b) {
+    std::vector<int> seq(prompts.begin() + b * P, prompts.begin() + (b + 1) * P);
+    ASSERT_EQ(generated[b].size(), static_cast<std::size_t>(N));
+    for (int n = 0; n < N; ++n) {
+      const int T = static_cast<int>(seq.size());
+      const auto logits = model.logits(ag::Ids::from_vector({1, T}, seq, kHost), 1, T).values();
+      const auto last = logits.begin() + static_cast<std::ptrdiff_t>(T - 1) * c.vocab_size;
+      const int argmax = static_cast<int>(std::max_element(last, last + c.vocab_size) - last);
+      ASSERT_EQ(generated[b][n], argmax) << "row " << b << ", token " << n;
+      seq.push_back(argmax);
+    }
+  }
+}
+
+TEST(Inference, SeededSamplingRepeatsAndRefusals) {
+  const nn::GptConfig c{1, 2, 8, 16, 11};
+  const nn::Gpt model(c, kHost, 1);
+  const auto run = [&](std::uint64_t seed) {
+    nn::GenerateOptions options;
+    options.new_tokens = 12;
+    options.seed = seed;
+    options.sampling = {0.9f, 5, 0.9f};
+    std::vector<int> out;
+    nn::generate(model, {1, 2, 3}, 1, options, [&](int, int t) { out.push_back(t); });
+    return out;
+  };
+  EXPECT_EQ(run(4), run(4));
+  EXPECT_NE(run(4), run(5));
+  nn::GenerateOptions too_long;
+  too_long.new_tokens = 15;  // 3 + 15 - 1 = 17 positions > 16
+  EXPECT_THROW(nn::generate(model, {1, 2, 3}, 1, too_long, {}), Error);
+  EXPECT_THROW(nn::generate(model, {1, 11, 3}, 1, {}, {}), Error);  // id 11 outside [0, 11)
+  EXPECT_THROW(nn::make_kv_cache(model, 1, 17), Error);
+}
+
+}  // namespace
+}  // namespace ptk::test
