@@ -12,6 +12,7 @@ int info_command(const Args& args, bool kokkos_started);
 int op_command(const Args& args);
 int bench_command(const Args& args, const std::string& self_dir);
 int train_command(const Args& args);
+int generate_command(const Args& args);
 
 // Thrown for bad command-line input; main prints "ptk: <message>" and exits 2.
 struct UsageError {

@@ -33,6 +33,9 @@ const char* const kUsage = R"(usage:
             [--eval-every N] [--log FILE] [--eval-only] [--sample N] [--device host|default]
                                              train a GPT-2-style byte-level model (ptk train --help);
                                              --load CKPT continues a saved run bit for bit
+  ptk generate --load CKPT [--prompt TEXT | --prompt-file F] [-n N] [--temperature T] [--top-k K]
+               [--top-p P] [--seed S] [--device host|default]
+                                             stream text from a checkpoint (KV cache; ptk generate --help)
 Exit status: 0 on success, 2 on bad input (one-line message on stderr).
 )";
 
@@ -72,8 +75,8 @@ int main(int argc, char** argv) {
       if (const int status = ptk::runtime::check_can_initialize("ptk")) return status;
       return ptk::tools::bench_command(args, executable_dir());
     }
-    if (command != "info" && command != "op" && command != "train")
-      throw ptk::tools::UsageError{"unknown command '" + command + "' (expected info, op, bench or train)"};
+    if (command != "info" && command != "op" && command != "train" && command != "generate")
+      throw ptk::tools::UsageError{"unknown command '" + command + "' (expected info, op, bench, train or generate)"};
     // A GPU build on a machine without its GPU: Kokkos::initialize would abort (runtime.hpp), so
     // `info` reports without Kokkos and `op` refuses with one line, exit 2.
     if (ptk::runtime::gpu_build_without_gpu()) {
@@ -81,10 +84,12 @@ int main(int argc, char** argv) {
       const bool help = !args.empty() && (args[0] == "--help" || args[0] == "-h");
       if (help && command == "op") return ptk::tools::op_command(args);  // no Kokkos
       if (help && command == "train") return ptk::tools::train_command(args);
+      if (help && command == "generate") return ptk::tools::generate_command(args);
       return ptk::runtime::check_can_initialize("ptk");
     }
     Kokkos::ScopeGuard kokkos(kokkos_argc, kokkos_argv.data());
     if (command == "train") return ptk::tools::train_command(args);
+    if (command == "generate") return ptk::tools::generate_command(args);
     return command == "info" ? ptk::tools::info_command(args, true) : ptk::tools::op_command(args);
   } catch (const ptk::tools::UsageError& e) {
     std::cerr << "ptk: " << e.message << '\n';

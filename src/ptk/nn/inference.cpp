@@ -71,7 +71,9 @@ GenerateStats generate(const Gpt& model, const std::vector<int>& prompts, int ba
 
   ag::NoGrad no_grad;
   ag::ReuseBuffers reuse;
-  KvCache cache = make_kv_cache(model, batch, c.block_size);
+  // Without a slide the cache holds exactly the positions that are run: the prompt and every new token but the last.
+  const int capacity = options.slide ? c.block_size : std::max(1, std::min(c.block_size, P + options.new_tokens - 1));
+  KvCache cache = make_kv_cache(model, batch, std::max(capacity, std::min(P, c.block_size)));
   ag::TokenSampler sample;
   std::mt19937_64 rng(options.seed);
   std::vector<float> u(static_cast<std::size_t>(batch));

@@ -69,3 +69,29 @@ constexpr MemoryEstimate estimate_training_memory(const ModelShape& m) {
 }
 
 }  // namespace ptk::nn
+
+namespace ptk::nn {
+
+// Memory to generate with a KV cache (nn/inference.hpp) at batch B = m.batch and context T = m.context:
+//     weights            P floats (as above);
+//     KV cache           2·L·B·Hkv·T·D floats, D = C/H (Hkv = H for GPT-2: every head keeps its keys);
+//     workspace          one forward pass's tensors over a full-context prefill, none freed: the training
+//                        activations A above (an upper bound; a decode step needs 1/T of it).
+struct InferenceEstimate {
+  std::int64_t parameter_bytes = 0, kv_cache_bytes = 0, workspace_bytes = 0;
+  std::int64_t total_bytes() const {
+    return MemoryEstimate::saturate(static_cast<double>(parameter_bytes) + kv_cache_bytes + workspace_bytes);
+  }
+};
+
+constexpr InferenceEstimate estimate_inference_memory(const ModelShape& m) {
+  constexpr double f = sizeof(float);
+  const double L = m.layers, B = m.batch, T = m.context, C = m.channels;
+  InferenceEstimate e;
+  e.parameter_bytes = MemoryEstimate::saturate(f * static_cast<double>(gpt2_parameters(m)));
+  e.kv_cache_bytes = MemoryEstimate::saturate(f * 2 * L * B * T * C);
+  e.workspace_bytes = MemoryEstimate::saturate(f * static_cast<double>(gpt2_activations(m)));
+  return e;
+}
+
+}  // namespace ptk::nn

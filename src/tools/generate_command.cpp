@@ -1,0 +1,141 @@
+// ptk generate: text from a checkpoint with a KV cache (nn/inference.hpp): the prompt is echoed, the new bytes
+// streamed as they are drawn, and prefill and decode speeds printed at the end (on stderr, so that stdout is
+// the text alone).
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+#include <unistd.h>
+
+#include "cli_checks.hpp"
+#include "commands.hpp"
+#include "device_memory.hpp"
+#include "ptk/nn/checkpoint.hpp"
+#include "ptk/core/allocate.hpp"
+#include "ptk/nn/inference.hpp"
+#include "ptk/nn/memory_estimate.hpp"
+#include "train_watch.hpp"
+
+namespace ptk::tools {
+
+namespace {
+
+struct Options {
+  std::string load, prompt, prompt_file, device = "default";
+  int n = 256;
+  float temperature = 1.0f, top_p = 1.0f;
+  int top_k = 0;
+  std::uint64_t seed = 1337;
+};
+
+std::string read_prompt_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UsageError{"generate: cannot open --prompt-file " + path};
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// The prompt's ids; a byte the model never saw is refused with its value and offset.
+std::vector<int> encode_prompt(const std::string& prompt, const nn::Vocab& vocab) {
+  std::vector<int> ids;
+  for (std::size_t i = 0; i < prompt.size(); ++i) {
+    const auto b = static_cast<unsigned char>(prompt[i]);
+    if (!vocab.contains(b)) {
+      std::ostringstream m;
+      m << "generate: the prompt's byte 0x" << std::hex << std::setw(2) << std::setfill('0') << static_cast<int>(b)
+        << std::dec;
+      if (b >= 0x20 && b < 0x7f) m << " ('" << static_cast<char>(b) << "')";
+      m << " at offset " << i << " is not in the model's vocabulary of " << vocab.size() << " bytes";
+      throw UsageError{m.str()};
+    }
+    ids.push_back(vocab.id(b));
+  }
+  return ids;
+}
+
+std::string rate(int tokens, double seconds) {
+  std::ostringstream s;
+  s << tokens << " tokens in " << std::fixed << std::setprecision(1) << seconds * 1e3 << " ms ("
+    << std::setprecision(1) << (seconds > 0 ? tokens / seconds : 0.0) << " tokens/s)";
+  return s.str();
+}
+
+}  // namespace
+
+int generate_command(const Args& args) {
+  Options o;
+  CLI::App app{"Generate text from a checkpoint of ptk train, with a KV cache.", "ptk generate"};
+  app.add_option("--load", o.load, "the checkpoint (its model file)")->required();
+  auto* prompt = app.add_option("--prompt", o.prompt, "the text to continue (default: a newline)");
+  app.add_option("--prompt-file", o.prompt_file, "read the prompt from FILE")->excludes(prompt);
+  auto* n = app.add_option("-n", o.n, "bytes to generate (at most block_size + 1 - the prompt's length)")
+                ->capture_default_str()->check(whole_number(0, 1 << 30));
+  app.add_option("--temperature", o.temperature, "0: greedy; below 1 sharper, above 1 flatter")
+      ->capture_default_str()->check(CLI::Range(0.0f, 1e6f));
+  app.add_option("--top-k", o.top_k, "draw from the K most likely (0: no limit; ties with the K-th kept)")
+      ->capture_default_str()->check(whole_number(0, 1 << 30));
+  app.add_option("--top-p", o.top_p, "draw from the smallest most-likely set of probability >= P (1: no limit)")
+      ->capture_default_str()->check(CLI::Range(1e-6f, 1.0f));
+  app.add_option("--seed", o.seed, "seeds the draws")->capture_default_str()->check(seed_number());
+  app.add_option("--device", o.device, "host or default (the GPU in a GPU build)")
+      ->capture_default_str()->check(CLI::IsMember({"host", "default"}));
+  std::vector<std::string> reversed(args.rbegin(), args.rend());
+  try {
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp&) {
+    std::cout << app.help();
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    throw UsageError{"generate: " + std::string(e.what()) + " (ptk generate --help lists the options)"};
+  }
+
+  const ag::Device device = ag::parse_device(o.device);
+  const nn::Checkpoint checkpoint = nn::load_checkpoint(o.load, /*with_training_state=*/false);
+  const nn::GptConfig& config = checkpoint.config;
+  std::string text = !o.prompt_file.empty() ? read_prompt_file(o.prompt_file) : o.prompt;
+  if (text.empty()) {
+    if (!checkpoint.vocab.contains('\n'))
+      throw UsageError{"generate: the model's vocabulary has no newline to start from; give --prompt"};
+    text = "\n";
+  }
+  const std::vector<int> ids = encode_prompt(text, checkpoint.vocab);
+  const int P = static_cast<int>(ids.size());
+  if (P > config.block_size)
+    throw UsageError{"generate: the prompt's " + std::to_string(P) + " bytes exceed the model's block_size " +
+                     std::to_string(config.block_size)};
+  const int room = config.block_size + 1 - P;  // the last new token is drawn, never run
+  if (n->count() == 0) o.n = std::min(o.n, room);
+  if (o.n > room)
+    throw UsageError{"generate: the prompt's " + std::to_string(P) + " bytes + -n " + std::to_string(o.n) +
+                     " need a context of " + std::to_string(P + o.n - 1) + " positions, beyond the model's block_size " +
+                     std::to_string(config.block_size) + " (at most -n " + std::to_string(room) + ")"};
+  const auto need = nn::estimate_inference_memory(
+      {config.n_layer, config.n_head, config.n_embd, std::max(P, P + o.n - 1), config.vocab_size, 1});
+  refuse_unless_fits("generate", static_cast<double>(need.total_bytes()),
+                     "weights " + human_bytes(static_cast<double>(need.parameter_bytes)) + ", KV cache " +
+                         human_bytes(static_cast<double>(need.kv_cache_bytes)) + ", workspace " +
+                         human_bytes(static_cast<double>(need.workspace_bytes)) + "; ptk info --model gives the parts",
+                     device);
+
+  nn::Gpt model(config, device, 0);
+  nn::assign_parameters(model, checkpoint);
+  nn::GenerateOptions options;
+  options.new_tokens = o.n;
+  options.sampling = {o.temperature, o.top_k, o.top_p};
+  options.seed = o.seed;
+  const SampleStream stream(isatty(STDOUT_FILENO) != 0);
+  for (unsigned char c : text) stream(c);
+  std::fflush(stdout);
+  const auto stats = nn::generate(model, ids, 1, options,
+                                  [&](int, int token) { stream(checkpoint.vocab.byte(token)); });
+  std::cout << std::endl;
+  std::cerr << "prefill: " << rate(stats.prompt_tokens, stats.prefill_seconds) << "; decode: "
+            << rate(std::max(0, stats.new_tokens - 1), stats.decode_seconds) << "; " << ag::describe(device) << '\n';
+  return 0;
+}
+
+}  // namespace ptk::tools
