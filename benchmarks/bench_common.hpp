@@ -48,5 +48,6 @@ void register_layernorm();
 void register_rmsnorm();
 void register_attention();
 void register_activations();
+void register_decode();
 
 }  // namespace ptk::bench

@@ -112,6 +112,7 @@ int main(int argc, char** argv) {
   ptk::bench::register_rmsnorm();
   ptk::bench::register_attention();
   ptk::bench::register_activations();
+  ptk::bench::register_decode();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

@@ -1,0 +1,52 @@
+// decode sweep: one generation step with a KV cache (nn::forward_cached on one new token per sequence, then the
+// device sampler) at a fixed context, for two model shapes, contexts 128 … 1024 and batch 1 and 8. Each
+// iteration rewrites the same position, so the context stays what the shape says. GB/s counts the bytes a
+// step must read (weights and the cache's keys and values up to the context); tokens/s is batch / step time.
+// scripts/decode_torch.py runs the same steps in PyTorch for the comparison (scripts/decode_sweep.sh).
+#include <memory>
+#include <vector>
+
+#include "bench_common.hpp"
+#include "ptk/nn/inference.hpp"
+
+namespace ptk::bench {
+
+namespace {
+
+struct DecodeModel {
+  const char* name;
+  nn::GptConfig config;
+};
+
+}  // namespace
+
+void register_decode() {
+  // The default `ptk train` shape with a 1024 block, and GPT-2 small's (85 M parameters in the blocks) on bytes.
+  const std::vector<DecodeModel> models{{"L4_H4_C128", {4, 4, 128, 1024, 256}}, {"L12_H12_C768", {12, 12, 768, 1024, 256}}};
+  std::vector<int> contexts{128, 256, 512, 1024}, batches{1, 8};
+  if (sweep().quick) contexts = {128, 1024}, batches = {1};
+  for (const auto& m : models)
+    for (const int ctx : contexts)
+      for (const int B : batches) {
+        const nn::GptConfig c = m.config;
+        const auto shape = std::string("model=") + m.name + ",ctx=" + std::to_string(ctx) + ",B=" + std::to_string(B);
+        double params = 0;
+        for (const auto& p : nn::parameter_shapes(c)) params += static_cast<double>(element_count(p.second));
+        const double bytes = sizeof(float) * (params + 2.0 * c.n_layer * B * ctx * c.n_embd);
+        add("decode", "ptk", shape, Rate::gbytes, bytes, [=] {
+          auto model = std::make_shared<nn::Gpt>(c, ag::Device::device, 1);
+          auto cache = std::make_shared<nn::KvCache>(nn::make_kv_cache(*model, B, ctx));
+          auto sampler = std::make_shared<ag::TokenSampler>();
+          auto reuse = std::make_shared<ag::ReuseBuffers>();
+          const std::vector<int> next(static_cast<std::size_t>(B), 1);
+          const std::vector<float> u(static_cast<std::size_t>(B), 0.5f);
+          return std::function<void()>([=] {
+            ag::NoGrad no_grad;
+            cache->length = ctx - 1;  // the step runs position ctx - 1 against ctx keys
+            (*sampler)(nn::forward_cached(*model, *cache, next, 1), u, {});
+          });
+        });
+      }
+}
+
+}  // namespace ptk::bench
