@@ -48,7 +48,7 @@ expect_refusal "width not divisible by heads" "divisible" "$ptk" train --heads 3
 expect_refusal "disagreeing --layers" "n_layer" "$ptk" train --load "$dir/ck.safetensors" --layers 2 --eval-only
 
 # Llama: a short run, its val loss reproduced by --eval-only and by PyTorch; the checkpoint fixes the architecture.
-"$ptk" train --layers 1 --heads 4 --width 16 --block 16 --batch 4 --device host --arch llama --kv-heads 2 --steps 20 --seed 3 --save "$dir/ll.safetensors" \
+"$ptk" train --layers 1 --heads 4 --width 16 --block 16 --batch 4 --device host --arch llama --kv-heads 2 --steps 20 --seed 3 --save "$dir/ll.safetensors" --sample 40 \
   >"$dir/llama" 2>&1 || fail "ptk train --arch llama: $(cat "$dir/llama")"
 cat "$dir/llama"
 grep -q "^model  llama, 1 layers, 4 heads (2 kv)" "$dir/llama" || fail "no llama model line"
