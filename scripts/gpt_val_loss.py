@@ -1,7 +1,9 @@
 #!/usr/bin/python3
-"""Independent check of a ptk checkpoint: rebuilds the GPT-2-style model in PyTorch from the safetensors file
-alone (names, shapes and __metadata__ as docs/design.md specifies) and prints the validation loss that
-`ptk train` defines, for comparison with the `val loss` line ptk printed.
+"""Independent check of a ptk checkpoint: rebuilds the model (GPT-2 or Llama, by the metadata's `arch`; a file
+without it is GPT-2) in PyTorch from the safetensors file alone (names, shapes and __metadata__ as docs/design.md
+specifies) and prints the validation loss that `ptk train` defines, for comparison with the `val loss` line ptk
+printed. The Llama forward is Hugging Face LlamaForCausalLM's math written out (rotate_half rope, grouped-query
+attention by repeating each kv head for its group, silu-gated MLP, rmsnorm), sharing no code with ptk.
 
 usage: scripts/gpt_val_loss.py CHECKPOINT TEXT [--batch B]
 
@@ -55,6 +57,46 @@ def forward(p, idx, L, H):
     return x @ p["wte.weight"].T
 
 
+def rms_norm(x, w, eps):
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w
+
+
+def rotate_half(x):
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+def llama_forward(p, idx, meta):
+    B, T = idx.shape
+    L, H, Hkv = int(meta["n_layer"]), int(meta["n_head"]), int(meta["n_kv_head"])
+    base, eps = float(meta["rope_base"]), float(meta["norm_eps"])
+    C = p["model.embed_tokens.weight"].shape[1]
+    D = C // H
+    # cos/sin [T, D]: angle t * base^(-2i/D) for i < D/2, repeated for both halves (computed in double).
+    inv_freq = base ** (-torch.arange(0, D, 2, dtype=torch.float64) / D)
+    angles = torch.outer(torch.arange(T, dtype=torch.float64), inv_freq)
+    angles = torch.cat((angles, angles), dim=-1)
+    cos, sin = angles.cos().float(), angles.sin().float()
+    causal = torch.triu(torch.ones(T, T, dtype=torch.bool), 1)
+    x = p["model.embed_tokens.weight"][idx]
+    for i in range(L):
+        l = f"model.layers.{i}."
+        h = rms_norm(x, p[l + "input_layernorm.weight"], eps)
+        q = F.linear(h, p[l + "self_attn.q_proj.weight"]).view(B, T, H, D).transpose(1, 2)
+        k = F.linear(h, p[l + "self_attn.k_proj.weight"]).view(B, T, Hkv, D).transpose(1, 2)
+        v = F.linear(h, p[l + "self_attn.v_proj.weight"]).view(B, T, Hkv, D).transpose(1, 2)
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        k, v = k.repeat_interleave(H // Hkv, dim=1), v.repeat_interleave(H // Hkv, dim=1)
+        s = (q @ k.transpose(-2, -1)) / math.sqrt(D)
+        y = (s.masked_fill(causal, float("-inf")).softmax(-1) @ v).transpose(1, 2).reshape(B, T, C)
+        x = x + F.linear(y, p[l + "self_attn.o_proj.weight"])
+        m = rms_norm(x, p[l + "post_attention_layernorm.weight"], eps)
+        m = F.silu(F.linear(m, p[l + "mlp.gate_proj.weight"])) * F.linear(m, p[l + "mlp.up_proj.weight"])
+        x = x + F.linear(m, p[l + "mlp.down_proj.weight"])
+    return F.linear(rms_norm(x, p["model.norm.weight"], eps), p["lm_head.weight"])
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("checkpoint")
@@ -63,6 +105,8 @@ def main():
     args = ap.parse_args()
     p, meta = read_safetensors(args.checkpoint)
     L, H, T = int(meta["n_layer"]), int(meta["n_head"]), int(meta["block_size"])
+    arch = meta.get("arch", "gpt2")
+    assert arch in ("gpt2", "llama"), f"unknown arch {arch}"
     vocab = [int(b) for b in meta["vocab"].split(",")]
     rank = {b: i for i, b in enumerate(vocab)}
     text = open(args.text, "rb").read()
@@ -72,7 +116,7 @@ def main():
     with torch.no_grad():
         for i in range(0, len(windows), args.batch):
             w = torch.tensor(windows[i:i + args.batch], dtype=torch.long)
-            logits = forward(p, w[:, :T], L, H)
+            logits = llama_forward(p, w[:, :T], meta) if arch == "llama" else forward(p, w[:, :T], L, H)
             total += F.cross_entropy(logits.reshape(-1, logits.shape[-1]), w[:, 1:].reshape(-1), reduction="sum").item()
             count += w.shape[0] * T
     print(f"val loss {total / count:.4f}")

@@ -3,6 +3,7 @@
 #include "parity.hpp"
 #include "ptk/kernels/add.hpp"
 #include "ptk/kernels/heads.hpp"
+#include "ptk/kernels/mul.hpp"
 #include "ptk/reference/add.hpp"
 
 namespace ptk::test {
@@ -82,6 +83,69 @@ TEST(Heads, SplitAndMergeArePermutations) {
       kernels::merge_heads<Space>(rb, h, static_cast<int>(part * C), part > 0);
     }
     EXPECT_EQ(back.to_vector(), rows) << Space::name();
+  });
+}
+
+// Grouped-query attention's heads: split copies row head j to the G heads j·G .. j·G + G-1; merge (its backward)
+// sums those G heads back into row head j in order, exactly as the float loop below.
+TEST(Heads, GroupedSplitCopiesAndMergeSumsEachGroup) {
+  for_each_space([&](auto space) {
+    using Space = typename decltype(space)::type;
+    for (std::int64_t G : {1, 2, 4}) {
+      const std::int64_t B = 2, T = 3, H = 4, D = 5, W = H / G * D;
+      const auto rows = uniform(B * T * W, -1, 1, "gqa-rows"), heads_in = uniform(B * H * T * D, -1, 1, "gqa-heads");
+      const auto Rows = Tensor<Space>::from_host({B, T, W}, rows);
+      Tensor<Space> heads({B, H, T, D});
+      kernels::split_heads<Space>(Tensor4<Space>(heads.data(), B, H, T, D), Tensor3<Space>(Rows.data(), B, T, W), 0,
+                                  static_cast<int>(G));
+      const auto split = heads.to_vector();
+      const auto Heads = Tensor<Space>::from_host({B, H, T, D}, heads_in);
+      const auto Back = Tensor<Space>::from_host({B, T, W}, rows);  // merge accumulates onto rows
+      kernels::merge_heads<Space>(Tensor3<Space>(Back.data(), B, T, W), Tensor4<Space>(Heads.data(), B, H, T, D), 0,
+                                  true, static_cast<int>(G));
+      const auto merged = Back.to_vector();
+      for (std::int64_t b = 0; b < B; ++b)
+        for (std::int64_t t = 0; t < T; ++t)
+          for (std::int64_t d = 0; d < D; ++d)
+            for (std::int64_t j = 0; j < H / G; ++j) {
+              const auto row = static_cast<std::size_t>((b * T + t) * W + j * D + d);
+              float sum = 0;
+              for (std::int64_t g = 0; g < G; ++g) {
+                const auto at = static_cast<std::size_t>(((b * H + j * G + g) * T + t) * D + d);
+                ASSERT_EQ(split[at], rows[row]) << Space::name() << " G " << G << " head " << j * G + g;
+                sum = g == 0 ? heads_in[at] : sum + heads_in[at];
+              }
+              ASSERT_EQ(merged[row], rows[row] + sum) << Space::name() << " G " << G << " row head " << j << " at [" << b
+                                                      << "," << t << "," << d << "]";
+            }
+    }
+  });
+}
+
+// The gated MLP's product: out = a·b (one rounding: exact against the double product rounded); its backward
+// da += dout·b, db += dout·a rounds twice, or once where the compiler fuses a multiply-add: within
+// u·|dout·b| + u·|result| (|dout·b| <= 2 here).
+TEST(Mul, ForwardAndBackward) {
+  for_each_space([&](auto space) {
+    using Space = typename decltype(space)::type;
+    for (std::int64_t n : {1, 3, 17, 513}) {
+      const auto a = uniform(n, -2, 2, "mul-a"), b = uniform(n, -2, 2, "mul-b"), g = uniform(n, -1, 1, "mul-g");
+      const auto base = uniform(n, -1, 1, "mul-base");
+      const auto A = Tensor<Space>::from_host({n}, a), Bt = Tensor<Space>::from_host({n}, b), Gt = Tensor<Space>::from_host({n}, g);
+      Tensor<Space> out({n});
+      kernels::mul_forward<Space>(out.flat(), A.flat(), Bt.flat());
+      const auto dA = Tensor<Space>::from_host({n}, base), dB = Tensor<Space>::from_host({n}, base);
+      kernels::mul_backward<Space>(dA.flat(), dB.flat(), Gt.flat(), A.flat(), Bt.flat());
+      std::vector<float> want(static_cast<std::size_t>(n)), want_da(want.size()), want_db(want.size());
+      for (std::size_t i = 0; i < want.size(); ++i) {
+        want[i] = static_cast<float>(static_cast<double>(a[i]) * b[i]);
+        want_da[i] = static_cast<float>(base[i] + static_cast<double>(g[i]) * b[i]);
+        want_db[i] = static_cast<float>(base[i] + static_cast<double>(g[i]) * a[i]);
+      }
+      EXPECT_EQ(out.to_vector(), want) << Space::name() << " n " << n;
+      EXPECT_TRUE(all_close(dA.to_vector(), want_da, {n}, Tolerance{2 * tolerance::u, 2 * tolerance::u})) << Space::name() << " da, n " << n;
+      EXPECT_TRUE(all_close(dB.to_vector(), want_db, {n}, Tolerance{2 * tolerance::u, 2 * tolerance::u})) << Space::name() << " db, n " << n;
+    }
   });
 }
 

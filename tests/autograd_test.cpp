@@ -1,5 +1,6 @@
 // Autograd: every gradient of small expressions (a shared sub-expression, a tensor used twice, a broadcast
-// operand, embedding into cross-entropy, attention) against central finite differences of the same forward,
+// operand, embedding into cross-entropy, attention; the Llama ops rmsnorm, silu, mul, rope and grouped-query
+// attention) against central finite differences of the same forward,
 // and the graph's life cycle: no-grad mode, accumulation, zero_grad, release after backward, errors.
 #include <gtest/gtest.h>
 
@@ -172,6 +173,74 @@ TEST(Autograd, TwoDevicesInOneOpIsAnError) {
   } catch (const ptk::Error& e) {
     EXPECT_NE(std::string(e.what()).find("host"), std::string::npos) << e.what();
   }
+}
+
+TEST(Autograd, RmsnormSiluMul) {
+  const Var x = leaf({2, 3, 8}, "ag11-x", -2.0f, 2.0f), w = leaf({8}, "ag11-w", 0.5f, 1.5f), u = leaf({2, 3, 8}, "ag11-u");
+  const Var r = constant({2, 3, 8}, "ag11-r");
+  expect_gradients_match({x, w, u}, [&] { return ag::sum_product(ag::mul(ag::silu(ag::rmsnorm(x, w, 1e-5f)), u), r); });
+  // mul of a tensor with itself: both gradients land in one buffer.
+  expect_gradients_match({u}, [&] { return ag::sum_product(ag::mul(u, u), r); });
+}
+
+TEST(Autograd, Rope) {
+  for (int offset : {0, 5}) {
+    const Var x = leaf({2, 3, 12}, "ag12-x", -2.0f, 2.0f);  // 3 heads of 4, or 2 of 6
+    const Var r = constant({2, 3, 12}, "ag12-r");
+    for (int heads : {3, 2}) {
+      SCOPED_TRACE(::testing::Message() << "pos_offset " << offset << " heads " << heads);
+      expect_gradients_match({x}, [&] { return ag::sum_product(ag::rope(x, heads, offset, 100.0f), r); });
+    }
+  }
+}
+
+// Grouped-query attention at kv ratios 1, 2, 4, over odd sequence lengths; T = 17 crosses the kernels' tiles.
+TEST(Autograd, CausalAttentionGroupedQuery) {
+  const int H = 4, D = 2;
+  for (int Hkv : {4, 2, 1})
+    for (int T : {1, 3, 17}) {
+      const int B = T == 17 ? 1 : 2;
+      const Var q = leaf({B, T, H * D}, "ag13-q", -2.0f, 2.0f), k = leaf({B, T, Hkv * D}, "ag13-k", -2.0f, 2.0f),
+                v = leaf({B, T, Hkv * D}, "ag13-v");
+      const Var r = constant({B, T, H * D}, "ag13-r");
+      SCOPED_TRACE(::testing::Message() << "kv_heads " << Hkv << " T " << T << " B " << B);
+      expect_gradients_match({q, k, v}, [&] { return ag::sum_product(ag::causal_attention(q, k, v, H, Hkv), r); });
+    }
+}
+
+// With one kv head per query head, causal_attention is causal_self_attention on q, k, v side by side.
+TEST(Autograd, CausalAttentionMatchesSelfAttention) {
+  const Var qkv = leaf({2, 5, 12}, "ag14-qkv", -2.0f, 2.0f);
+  const auto all = qkv.values();
+  std::vector<float> parts[3];
+  for (std::size_t i = 0; i < all.size(); ++i) parts[i % 12 / 4].push_back(all[i]);
+  const Var q = Var::from_vector({2, 5, 4}, parts[0], kHost), k = Var::from_vector({2, 5, 4}, parts[1], kHost),
+            v = Var::from_vector({2, 5, 4}, parts[2], kHost);
+  EXPECT_EQ(ag::causal_attention(q, k, v, 2, 2).values(), ag::causal_self_attention(qkv, 2).values());
+}
+
+TEST(Autograd, LlamaOpsClearErrors) {
+  const auto message = [](const std::function<void()>& f) {
+    try {
+      f();
+    } catch (const ptk::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  const Var q = leaf({1, 3, 8}, "ag15-q"), k = leaf({1, 3, 4}, "ag15-k");
+  EXPECT_EQ(message([&] { ag::causal_attention(q, k, k, 4, 3); }),
+            "causal_attention: n_head = 4 must be a positive multiple of n_kv_head = 3");
+  EXPECT_EQ(message([&] { ag::causal_attention(q, k, k, 4, 1); }),
+            "causal_attention: q [1, 3, 8] has 4 heads of 2; k [1, 3, 4] and v [1, 3, 4] must both be [1, 3, 2] (1 kv heads)");
+  EXPECT_EQ(message([&] { ag::causal_attention(q, k, k, 3, 1); }),
+            "causal_attention: q [1, 3, 8] has 8 channels, not divisible by its 3 heads");
+  EXPECT_EQ(message([&] { ag::rope(leaf({1, 3, 6}, "ag15-r"), 2); }),
+            "rope: x [1, 3, 6] with 2 heads has head dim 3; rope rotates pairs, so it must be even");
+  EXPECT_EQ(message([&] { ag::rope(leaf({3, 6}, "ag15-r2"), 2); }),
+            "rope: x must be a non-empty [B, T, heads * D], got shape [3, 6]");
+  EXPECT_EQ(message([&] { ag::mul(q, k); }), "mul: a has shape [1, 3, 8] but b has shape [1, 3, 4]");
+  EXPECT_NE(message([&] { ag::rmsnorm(q, leaf({4}, "ag15-w")); }).find("rmsnorm"), std::string::npos);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // ptk::nn::estimate_training_memory against hand counts (ptk info --model).
 #include <gtest/gtest.h>
 
+#include "ptk/nn/gpt.hpp"
 #include "ptk/nn/memory_estimate.hpp"
 
 namespace {
@@ -56,6 +57,39 @@ TEST(MemoryEstimate, HugeShapesSaturate) {
   const auto long_block = ptk::nn::estimate_training_memory({4, 4, 128, 2147483647, 70, 16});
   EXPECT_GT(long_block.activations, 0);
   EXPECT_GT(long_block.total_bytes(), std::int64_t{1} << 50);
+}
+
+// The llama count equals the parameters the model actually holds, for kv ratios 1, 2, 4 and an explicit MLP width.
+TEST(MemoryEstimate, LlamaParametersMatchTheModel) {
+  for (int kv : {4, 2, 1})
+    for (int ffn : {0, 40}) {
+      ptk::nn::GptConfig c{3, 4, 24, 10, 7};
+      c.arch = ptk::nn::Arch::llama;
+      c.n_kv_head = kv;
+      c.ffn_hidden = ffn;
+      const ptk::nn::Gpt model(c, ptk::ag::Device::host, 1);
+      const ptk::nn::ModelShape m{3, 4, 24, 10, 7, 1, ptk::nn::Arch::llama, kv, ffn};
+      EXPECT_EQ(ptk::nn::llama_parameters(m), model.parameter_count()) << "kv " << kv << " ffn " << ffn;
+      EXPECT_EQ(ptk::nn::estimate_training_memory(m).parameters, model.parameter_count());
+    }
+  // GPT-2 through the same entry point.
+  const ptk::nn::Gpt gpt2(ptk::nn::GptConfig{3, 4, 24, 10, 7}, ptk::ag::Device::host, 1);
+  EXPECT_EQ(ptk::nn::estimate_training_memory({3, 4, 24, 10, 7, 1}).parameters, gpt2.parameter_count());
+}
+
+// Llama-2 7B's shape (L 32, H 32, C 4096, V 32000, F 11008, no GQA): 6,738,415,616 parameters, as published;
+// with 8 kv heads the k and v projections shrink by 4; the default F is 10944 (multiple of 32, not LLaMA's 256).
+TEST(MemoryEstimate, LlamaByHand) {
+  const ptk::nn::ModelShape seven_b{32, 32, 4096, 4096, 32000, 1, ptk::nn::Arch::llama, 0, 11008};
+  EXPECT_EQ(ptk::nn::llama_parameters(seven_b), 6738415616LL);
+  const ptk::nn::ModelShape default_f{32, 32, 4096, 4096, 32000, 1, ptk::nn::Arch::llama, 0, 0};
+  EXPECT_EQ(ptk::nn::llama_parameters(seven_b) - ptk::nn::llama_parameters(default_f), 32LL * 3 * (11008 - 10944) * 4096);
+  const ptk::nn::ModelShape gqa{32, 32, 4096, 4096, 32000, 1, ptk::nn::Arch::llama, 8, 11008};
+  EXPECT_EQ(ptk::nn::llama_parameters(seven_b) - ptk::nn::llama_parameters(gqa), 32LL * 2 * (4096 - 1024) * 4096);
+  // Activations at L 2, H 4, C 16 (K 8 with 2 kv heads, F 64), T 8, V 11, B 3.
+  const ptk::nn::ModelShape small{2, 4, 16, 8, 11, 3, ptk::nn::Arch::llama, 2, 0};
+  const std::int64_t per_block = 3 * 8 * (9 * 16 + 3 * 8 + 4 * 64 + 2) + 3 * 4 * 8;
+  EXPECT_EQ(ptk::nn::estimate_training_memory(small).activations, 2 * per_block + 3 * 8 * (2 * 16 + 2) + 2 * 3 * 8 * 11);
 }
 
 }  // namespace

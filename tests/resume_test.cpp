@@ -1,7 +1,7 @@
 // Bit-exact resume: a run saved at step k, rebuilt from the checkpoint files alone (model, optimizer,
 // trainer: nothing carried over in memory) and run to the end, gives bitwise the losses, gradient norms,
 // weights and AdamW moments of the same run never interrupted, at several interruption points (the first
-// step, inside the warm-up, after it). Runs on the default device (the GPU in a GPU build) and, in the
+// step, inside the warm-up, after it), for gpt2 and llama. Runs on the default device (the GPU in a GPU build) and, in the
 // gpu_geometry suite, with the GPU tuning on OpenMP.
 #include <gtest/gtest.h>
 
@@ -50,9 +50,9 @@ std::ptrdiff_t first_difference(const std::vector<T>& a, const std::vector<T>& b
   return -1;
 }
 
-TEST(Resume, IsBitExactAtAnyStep) {
+void expect_bit_exact_resume(nn::GptConfig c) {
   const auto data = nn::Dataset::from_text(kText);
-  const nn::GptConfig c{2, 2, 16, 16, data.vocab.size()};
+  c.vocab_size = data.vocab.size();
   nn::RunState start;
   start.id = nn::new_run_id();
   start.schedule = {3e-3f, 3e-4f, 4, 24};
@@ -105,6 +105,15 @@ TEST(Resume, IsBitExactAtAnyStep) {
     std::remove(nn::state_path(path, k).c_str());
   }
   std::remove(path.c_str());
+}
+
+TEST(Resume, IsBitExactAtAnyStep) { expect_bit_exact_resume(nn::GptConfig{2, 2, 16, 16, 0}); }
+
+TEST(Resume, LlamaIsBitExactAtAnyStep) {
+  nn::GptConfig c{2, 4, 16, 16, 0};
+  c.arch = nn::Arch::llama;
+  c.n_kv_head = 2;
+  expect_bit_exact_resume(c);
 }
 
 // The model file names its training state by step, run and fingerprint: a state of another run or step

@@ -1,7 +1,8 @@
 #!/bin/bash
 # ptk train end to end: a short run saves a checkpoint; --load --eval-only reproduces its val loss; PyTorch
 # (scripts/gpt_val_loss.py, an independent implementation) reproduces it from the file alone; truncated,
-# corrupted and foreign checkpoints and bad options are refused with one line and exit status 2.
+# corrupted and foreign checkpoints and bad options are refused with one line and exit status 2. The same for a
+# short --arch llama run (grouped-query, 2 kv heads), and the refusals of the architecture options.
 # usage: train_cli_test.sh PTK SOURCE_DIR
 set -u
 ptk=$1 src=$2
@@ -45,5 +46,37 @@ expect_refusal "training state as model" foreign "$ptk" train --load "$dir/ck.st
 expect_refusal "unknown option" "--nope" "$ptk" train --nope
 expect_refusal "width not divisible by heads" "divisible" "$ptk" train --heads 3 --width 16 --steps 1
 expect_refusal "disagreeing --layers" "n_layer" "$ptk" train --load "$dir/ck.safetensors" --layers 2 --eval-only
+
+# Llama: a short run, its val loss reproduced by --eval-only and by PyTorch; the checkpoint fixes the architecture.
+"$ptk" train --layers 1 --heads 4 --width 16 --block 16 --batch 4 --device host --arch llama --kv-heads 2 --steps 20 --seed 3 --save "$dir/ll.safetensors" --sample 40 \
+  >"$dir/llama" 2>&1 || fail "ptk train --arch llama: $(cat "$dir/llama")"
+cat "$dir/llama"
+grep -q "^model  llama, 1 layers, 4 heads (2 kv)" "$dir/llama" || fail "no llama model line"
+llama_trained=$(val_loss "$dir/llama")
+[ -n "$llama_trained" ] || fail "llama: no 'val loss' line"
+"$ptk" train --load "$dir/ll.safetensors" --eval-only --device host >"$dir/lleval" 2>&1 || fail "llama eval-only: $(cat "$dir/lleval")"
+[ "$(val_loss "$dir/lleval")" = "$llama_trained" ] ||
+  fail "llama --eval-only gives $(val_loss "$dir/lleval"), training printed $llama_trained"
+echo "ok: llama --load --eval-only reproduces val loss $llama_trained"
+if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+  torch_loss=$(/usr/bin/python3 "$src/scripts/gpt_val_loss.py" "$dir/ll.safetensors" "$text" | sed -n 's/^val loss //p')
+  awk -v a="$torch_loss" -v b="$llama_trained" 'BEGIN { d = a - b; exit !(d <= 1.0001e-4 && d >= -1.0001e-4) }' ||
+    fail "PyTorch reads the llama checkpoint as val loss $torch_loss, ptk printed $llama_trained"
+  echo "ok: PyTorch reproduces the llama val loss $torch_loss from the checkpoint"
+fi
+expect_refusal "kv heads not dividing heads" "n_head = 4 is not a multiple of kv_heads = 3" \
+  "$ptk" train --arch llama --heads 4 --kv-heads 3 --steps 1
+expect_refusal "--kv-heads for gpt2" "--kv-heads is for --arch llama" "$ptk" train --kv-heads 2 --steps 1
+expect_refusal "unknown --arch" "--arch" "$ptk" train --arch mamba --steps 1
+expect_refusal "odd llama head dim" "must be even" "$ptk" train --arch llama --heads 4 --width 12 --steps 1
+expect_refusal "--arch disagreeing with the checkpoint" "disagrees with the checkpoint's arch llama" \
+  "$ptk" train --load "$dir/ll.safetensors" --arch gpt2 --eval-only
+expect_refusal "--kv-heads disagreeing with the checkpoint" "n_kv_head" \
+  "$ptk" train --load "$dir/ll.safetensors" --kv-heads 4 --eval-only
+"$ptk" train --load "$dir/ll.safetensors" --arch llama --kv-heads 2 --eval-only --device host >"$dir/same" 2>&1 ||
+  fail "the checkpoint's own --arch and --kv-heads given again: $(cat "$dir/same")"
+"$ptk" info --model 1,4,16,16,72 --arch llama --kv-heads 2 --device host >"$dir/info" 2>&1 || fail "info --arch llama: $(cat "$dir/info")"
+grep -q "llama model L=1 H=4 kv_heads=2" "$dir/info" || fail "info: no llama line: $(cat "$dir/info")"
+
 "$ptk" train --help >/dev/null || fail "--help"
 echo "PASS"

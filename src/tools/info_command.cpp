@@ -1,4 +1,4 @@
-// ptk info [--verbose] [--model L,H,C,T,V[,B]] [--device host|default]: what this build of ptk
+// ptk info [--verbose] [--model L,H,C,T,V[,B] [--arch gpt2|llama] [--kv-heads N]] [--device host|default]: what this build of ptk
 // runs on. Devices are found per built backend through the CUDA/HIP runtime (ptk::runtime), so a
 // GPU build on a machine without its GPU still reports, without starting Kokkos.
 #include <Kokkos_Core.hpp>
@@ -152,17 +152,37 @@ nn::ModelShape parse_model(const std::string& text) {
 
 int info_command(const Args& args, bool kokkos_started) {
   bool verbose = false;
-  std::string model, device = "default";
+  std::string model, device = "default", arch = "gpt2", kv_heads;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const bool has_value = i + 1 < args.size();
     if (args[i] == "--verbose") verbose = true;
     else if (args[i] == "--model" && has_value) model = args[++i];
     else if (args[i] == "--device" && has_value) device = args[++i];
-    else throw UsageError{"info: unexpected argument '" + args[i] + "' (expected --verbose, --model L,H,C,T,V[,B] or --device host|default)"};
+    else if (args[i] == "--arch" && has_value) arch = args[++i];
+    else if (args[i] == "--kv-heads" && has_value) kv_heads = args[++i];
+    else throw UsageError{"info: unexpected argument '" + args[i] + "' (expected --verbose, --model L,H,C,T,V[,B], "
+                          "--arch gpt2|llama, --kv-heads N or --device host|default)"};
   }
   if (device != "host" && device != "default")
     throw UsageError{"info: --device must be host or default, got '" + device + "'"};
-  const auto model_shape = model.empty() ? nn::ModelShape{} : parse_model(model);
+  if (arch != "gpt2" && arch != "llama") throw UsageError{"info: --arch must be gpt2 or llama, got '" + arch + "'"};
+  auto model_shape = model.empty() ? nn::ModelShape{} : parse_model(model);
+  model_shape.arch = arch == "llama" ? nn::Arch::llama : nn::Arch::gpt2;
+  if (!kv_heads.empty()) {
+    if (arch != "llama") throw UsageError{"info: --kv-heads is for --arch llama"};
+    std::size_t used = 0;
+    long long k = 0;
+    try {
+      k = std::stoll(kv_heads, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != kv_heads.size() || k < 1 || (model_shape.heads > 0 && model_shape.heads % k != 0))
+      throw UsageError{"info: --kv-heads must be a positive divisor of the heads H, got '" + kv_heads + "'"};
+    model_shape.kv_heads = k;
+  }
+  if (model_shape.arch == nn::Arch::llama && model_shape.heads > 0 && model_shape.channels / model_shape.heads % 2 != 0)
+    throw UsageError{"info: --model: llama's head dim C/H must be even (rope rotates pairs), got '" + model + "'"};
 
   const auto probe = runtime::probe_gpus(/*details=*/true);
   const bool gpu_usable = probe.built && probe.count > 0;
@@ -219,7 +239,11 @@ int info_command(const Args& args, bool kokkos_started) {
                                     : static_cast<double>(runtime::host_available_bytes());
     const std::string where =
         on_gpu ? std::string(runtime::gpu_backend()) + " 0 free memory" : std::string("host MemAvailable");
-    std::cout << "\nTraining memory, GPT-2-style model L=" << model_shape.layers << " H=" << model_shape.heads
+    std::cout << "\nTraining memory, " << (model_shape.arch == nn::Arch::llama ? "llama" : "GPT-2-style")
+              << " model L=" << model_shape.layers << " H=" << model_shape.heads
+              << (model_shape.arch == nn::Arch::llama
+                      ? " kv_heads=" + std::to_string(model_shape.kv_heads > 0 ? model_shape.kv_heads : model_shape.heads)
+                      : "")
               << " C=" << model_shape.channels << " T=" << model_shape.context << " V=" << model_shape.vocab
               << " B=" << model_shape.batch << " (float32, AdamW; formulas in src/ptk/nn/memory_estimate.hpp)\n";
     row("parameters", grouped(e.parameters) + " = " + gib(static_cast<double>(e.parameter_bytes)));

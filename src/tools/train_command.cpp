@@ -1,4 +1,4 @@
-// ptk train: a GPT-2-style byte-level language model trained on a text, with crash-safe checkpoints that a
+// ptk train: a byte-level language model (GPT-2 or Llama architecture, --arch) trained on a text, with crash-safe checkpoints that a
 // run resumes from bit for bit (nn/checkpoint.hpp), a memory check before anything is allocated, and a run
 // you can watch (progress with ETA, --eval-every, --log, streamed --sample).
 #include <CLI/CLI.hpp>
@@ -37,9 +37,9 @@ std::string default_data() {
 }
 
 struct Options {
-  std::string data, save, load, log, device = "default";
-  int steps = 1500, batch = 16, block = 64, layers = 4, heads = 4, width = 128, sample = 0, save_every = 0,
-      eval_every = 0;
+  std::string data, save, load, log, device = "default", arch = "gpt2";
+  int steps = 1500, batch = 16, block = 64, layers = 4, heads = 4, kv_heads = 0, width = 128, sample = 0,
+      save_every = 0, eval_every = 0;
   float lr = 2e-3f;
   std::uint64_t seed = 1337;
   bool eval_only = false, weights_only = false;
@@ -47,7 +47,7 @@ struct Options {
 
 // The run settings a user may give again on resume; each remembers whether it was given.
 struct Given {
-  CLI::Option *steps, *batch, *lr, *seed, *block, *layers, *heads, *width;
+  CLI::Option *steps, *batch, *lr, *seed, *block, *layers, *heads, *width, *arch, *kv_heads;
 };
 
 std::string fixed(double x, int digits) {
@@ -73,6 +73,10 @@ Given add_options(CLI::App& app, Options& o) {
   g.block = app.add_option("--block", o.block, "context length T (block_size)")->capture_default_str()->check(whole_number(1, kMaxSize));
   g.layers = app.add_option("--layers", o.layers, "transformer blocks L")->capture_default_str()->check(whole_number(1, 4096));
   g.heads = app.add_option("--heads", o.heads, "attention heads H")->capture_default_str()->check(whole_number(1, 4096));
+  g.arch = app.add_option("--arch", o.arch, "gpt2 or llama (rmsnorm, rope, grouped-query attention, gated silu MLP)")
+               ->capture_default_str()->check(CLI::IsMember({"gpt2", "llama"}));
+  g.kv_heads = app.add_option("--kv-heads", o.kv_heads, "llama: key/value heads, dividing H (grouped-query attention)")
+                   ->default_str("H")->check(whole_number(1, 4096));
   g.width = app.add_option("--width", o.width, "embedding width C (divisible by H)")->capture_default_str()->check(whole_number(1, kMaxSize));
   g.lr = app.add_option("--lr", o.lr, "peak learning rate (warm-up, then cosine decay to lr/10)")->capture_default_str()->check(positive_finite());
   g.seed = app.add_option("--seed", o.seed, "seeds the weights, the batches and the sampling")->capture_default_str()->check(seed_number());
@@ -122,7 +126,8 @@ std::vector<std::string> apply_changes(nn::RunState& run, const Options& o, cons
 
 // Refuses, before anything is allocated, a run whose estimated memory exceeds what the device has free.
 void check_memory(const nn::GptConfig& c, int batch, bool training, ag::Device device) {
-  const auto e = nn::estimate_training_memory({c.n_layer, c.n_head, c.n_embd, c.block_size, c.vocab_size, batch});
+  const auto e = nn::estimate_training_memory(
+      {c.n_layer, c.n_head, c.n_embd, c.block_size, c.vocab_size, batch, c.arch, nn::kv_heads(c), nn::mlp_hidden(c)});
   const double need = training ? static_cast<double>(e.total_bytes())
                                : static_cast<double>(e.parameter_bytes) + static_cast<double>(e.activation_bytes);
   const bool on_gpu = device == ag::Device::device && *runtime::gpu_backend() != '\0';
@@ -142,7 +147,8 @@ void check_memory(const nn::GptConfig& c, int batch, bool training, ag::Device d
 }
 
 std::string run_header(const nn::RunState& run, const nn::GptConfig& c, const std::string& data_path) {
-  return nlohmann::json{{"id", run.id},        {"data", data_path},        {"layers", c.n_layer},
+  return nlohmann::json{{"id", run.id},        {"data", data_path},        {"arch", nn::to_string(c.arch)},
+                        {"kv_heads", nn::kv_heads(c)},                       {"layers", c.n_layer},
                         {"heads", c.n_head},   {"width", c.n_embd},        {"block", c.block_size},
                         {"batch", run.batch},  {"steps", run.schedule.steps}, {"lr", run.schedule.lr},
                         {"seed", run.seed},    {"start_step", run.step}}
@@ -153,7 +159,7 @@ std::string run_header(const nn::RunState& run, const nn::GptConfig& c, const st
 
 int train_command(const Args& args) {
   Options o;
-  CLI::App app{"Train a GPT-2-style byte-level language model on a text (first 90 % trains, last 10 % validates).",
+  CLI::App app{"Train a byte-level language model (GPT-2 or Llama architecture) on a text (first 90 % trains, last 10 % validates).",
                "ptk train"};
   const Given given = add_options(app, o);
   std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 parses a reversed vector
@@ -179,8 +185,15 @@ int train_command(const Args& args) {
   const std::string text_crc = io::crc32_hex(text.data(), text.size());
 
   nn::GptConfig config{o.layers, o.heads, o.width, o.block, 0};
+  config.arch = nn::parse_arch(o.arch);
+  config.n_kv_head = o.kv_heads;
   nn::Dataset data;
   if (!o.load.empty()) {
+    // The architecture is the checkpoint's; one given again must agree with it.
+    if (given.arch->count() > 0 && config.arch != checkpoint.config.arch)
+      throw UsageError{"train: --arch " + o.arch + " disagrees with the checkpoint's arch " +
+                       nn::to_string(checkpoint.config.arch) + " (leave it out to use the checkpoint's)"};
+    check_agrees(given.kv_heads, o.kv_heads, nn::kv_heads(checkpoint.config), "n_kv_head");
     check_agrees(given.layers, o.layers, checkpoint.config.n_layer, "n_layer");
     check_agrees(given.heads, o.heads, checkpoint.config.n_head, "n_head");
     check_agrees(given.width, o.width, checkpoint.config.n_embd, "n_embd");
@@ -192,6 +205,8 @@ int train_command(const Args& args) {
       throw UsageError{"train: " + data_path + " does not fit the checkpoint's vocabulary: " + e.what()};
     }
   } else {
+    if (given.kv_heads->count() > 0 && config.arch != nn::Arch::llama)
+      throw UsageError{"train: --kv-heads is for --arch llama (gpt2 has one key/value head per query head)"};
     data = nn::Dataset::from_text(text);
     config.vocab_size = data.vocab.size();
   }
@@ -243,7 +258,10 @@ int train_command(const Args& args) {
   std::cout << "data   " << data_path << ": " << text.size() << " bytes, vocabulary " << data.vocab.size() << " (ln V = "
             << fixed(std::log(static_cast<double>(data.vocab.size())), 4) << "), " << data.train.size() << " train / "
             << data.val.size() << " validation tokens\n"
-            << "model  " << config.n_layer << " layers, " << config.n_head << " heads, width " << config.n_embd
+            << "model  " << (config.arch == nn::Arch::llama ? "llama, " : "") << config.n_layer << " layers, "
+            << config.n_head << " heads"
+            << (config.arch == nn::Arch::llama ? " (" + std::to_string(nn::kv_heads(config)) + " kv)" : "") << ", width "
+            << config.n_embd
             << ", block " << config.block_size << ": " << fixed(static_cast<double>(model.parameter_count()) / 1e6, 3)
             << " M parameters on " << ag::describe(device) << "\n";
   if (!o.load.empty())

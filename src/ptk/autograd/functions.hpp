@@ -23,6 +23,17 @@ Var causal_self_attention(const Var& qkv, int n_head);
 Var cross_entropy(const Var& logits, const Ids& targets, int ignore_index = -100);
 Var sum_product(const Var& a, const Var& b);                          // Σ a ∘ b, shape [1]
 
+// The ops the Llama decoder adds (functions_llama.cpp).
+Var rmsnorm(const Var& x, const Var& weight, float eps = 1e-5f);     // x · rsqrt(mean(x²) + eps) · weight, last dim
+Var silu(const Var& x);                                               // x · sigmoid(x)
+Var mul(const Var& a, const Var& b);                                  // a ∘ b, same shapes
+// x[B, T, n_head·D] (D even): each head's D rotated as ops::rope does (half-split pairs, layout bthd), position t
+// by (t + pos_offset) · base^(-2i/D).
+Var rope(const Var& x, int n_head, int pos_offset = 0, float base = 10000.0f);
+// q[B, T, H·D], k and v [B, T, Hkv·D] (H = n_head, Hkv = n_kv_head, H % Hkv == 0) -> [B, T, H·D]: causal
+// softmax(q kᵀ / sqrt(D)) v per query head h, which reads kv head h / (H / Hkv) (grouped-query attention).
+Var causal_attention(const Var& q, const Var& k, const Var& v, int n_head, int n_kv_head);
+
 // The optimizer's kernels, applied to parameters and their state outside any graph. Nothing is read back:
 // the gradient norm and the clipping factor stay on the device.
 

@@ -99,9 +99,17 @@ std::map<std::string, std::string> model_metadata(const Gpt& model, const Vocab&
   const auto& c = model.config();
   require(vocab.size() == c.vocab_size, "checkpoint: the vocabulary has ", vocab.size(), " bytes, the model ",
           c.vocab_size);
-  return {{"n_layer", std::to_string(c.n_layer)},       {"n_head", std::to_string(c.n_head)},
-          {"n_embd", std::to_string(c.n_embd)},         {"block_size", std::to_string(c.block_size)},
-          {"vocab_size", std::to_string(c.vocab_size)}, {"vocab", vocab_to_string(vocab)},
+  return {{"arch", to_string(c.arch)},
+          {"n_layer", std::to_string(c.n_layer)},
+          {"n_head", std::to_string(c.n_head)},
+          {"n_kv_head", std::to_string(kv_heads(c))},
+          {"n_embd", std::to_string(c.n_embd)},
+          {"ffn_hidden", std::to_string(mlp_hidden(c))},
+          {"block_size", std::to_string(c.block_size)},
+          {"vocab_size", std::to_string(c.vocab_size)},
+          {"rope_base", exact(c.rope_base)},
+          {"norm_eps", exact(c.norm_eps)},
+          {"vocab", vocab_to_string(vocab)},
           {"step", std::to_string(step)}};
 }
 
@@ -235,6 +243,18 @@ Checkpoint load_checkpoint(const std::string& path, bool with_training_state) {
   const io::Safetensors st = io::read_safetensors(path);
   const auto& meta = st.metadata;
   Checkpoint ck;
+  // A file without "arch" predates the Llama decoder: it is gpt2, and its absent keys take gpt2's defaults.
+  if (meta.count("arch")) {
+    try {
+      ck.config.arch = parse_arch(meta.at("arch"));
+    } catch (const Error& e) {
+      throw foreign(path, std::string("__metadata__ 'arch': ") + e.what());
+    }
+  }
+  if (meta.count("n_kv_head")) ck.config.n_kv_head = metadata_int(meta, path, "n_kv_head");
+  if (meta.count("ffn_hidden")) ck.config.ffn_hidden = metadata_int(meta, path, "ffn_hidden");
+  if (meta.count("rope_base")) ck.config.rope_base = metadata_float(meta, path, "rope_base");
+  if (meta.count("norm_eps")) ck.config.norm_eps = metadata_float(meta, path, "norm_eps");
   ck.config.n_layer = metadata_int(meta, path, "n_layer");
   ck.config.n_head = metadata_int(meta, path, "n_head");
   ck.config.n_embd = metadata_int(meta, path, "n_embd");

@@ -1,9 +1,13 @@
 #pragma once
 // Checkpoints: two safetensors files that are a pair.
 //
-// The model file (path) holds one F32 tensor per model parameter under its GPT-2 name and, in __metadata__,
-// n_layer, n_head, n_embd, block_size, vocab_size, vocab (the byte values in id order, comma-separated
-// decimal), step, and io's two CRC-32s (data, header). It is exactly the model: any GPT-2 reader loads it.
+// The model file (path) holds one F32 tensor per model parameter under its architecture's name (nn/gpt.hpp:
+// GPT-2's or Hugging Face Llama's) and, in __metadata__, arch ("gpt2" or "llama"), n_layer, n_head, n_kv_head
+// (kv_heads: n_head for gpt2), n_embd, ffn_hidden (mlp_hidden: 4·n_embd for gpt2), block_size, vocab_size,
+// rope_base and norm_eps (floats in 9 significant digits; rope_base unused by gpt2), vocab (the byte values in id
+// order, comma-separated decimal), step, and io's two CRC-32s (data, header). It is exactly the model: any
+// reader of the architecture loads it. A file without arch (written before the Llama decoder) is gpt2, and
+// loads with gpt2's defaults for the keys it lacks.
 //
 // The training state (state_path(path, step), beside it: "run.safetensors" -> "run.state-200.safetensors")
 // holds the optimizer's moments (m.<name>, v.<name>) and, in __metadata__, the run (train.hpp's RunState:

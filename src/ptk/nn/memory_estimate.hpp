@@ -1,7 +1,7 @@
 #pragma once
-// Memory needed to train a GPT-2-style model in float32 with AdamW, as `ptk info --model` reports.
+// Memory needed to train the decoder (nn/gpt.hpp) in float32 with AdamW, as `ptk info --model` reports.
 //
-// The model (GPT-2): token embedding wte [V, C] (tied: also the LM head), position embedding
+// The model (arch gpt2): token embedding wte [V, C] (tied: also the LM head), position embedding
 // wpe [T, C], L blocks of {ln1 (γ, β) [C] ×2, qkv [C, 3C] + bias [3C], attention projection
 // [C, C] + [C], ln2 [C] ×2, MLP fc [C, 4C] + [4C], MLP projection [4C, C] + [C]} and a final
 // layernorm [C] ×2:
@@ -18,14 +18,30 @@
 // 1/std of both layernorms (4); per block, sequence, head and query the log-sum-exp that ptk's
 // fused attention saves instead of the T×T probabilities (B·H·T); outside the blocks, per token, the embedding sum C, the final layernorm C
 // with its mean and 1/std (2), the loss (1), the logits and their softmax (2·V).
+//
+// The model (arch llama), with D = C/H, K = kv_heads·D (kv_heads 0 means H), F = ffn_hidden (0 means the
+// default 32·ceil(floor(8·C/3) / 32), as nn::mlp_hidden): embed_tokens [V, C], L blocks of {input_layernorm [C],
+// q_proj [C, C], k_proj and v_proj [K, C], o_proj [C, C], post_attention_layernorm [C], gate_proj and up_proj
+// [F, C], down_proj [C, F]}, norm [C] and an untied lm_head [V, C]:
+//     parameters P = 2·V·C + L·(2·C² + 2·K·C + 3·F·C + 2·C) + C
+// and activations, per block and token: input norm C and its 1/rms (1), q C, k K, v K, rotated q C and k K,
+// attention out C, o_proj C, residual C, post-attention norm C and 1/rms (1), gate F, up F, silu F, product F,
+// down_proj C, residual C (= 9·C + 3·K + 4·F + 2); the lse (B·H·T) as for gpt2; outside the blocks, per token,
+// the embedding C, the final norm C and its 1/rms (1), the loss (1), the logits and their softmax (2·V):
+//     A = L·(B·T·(9·C + 3·K + 4·F + 2) + B·H·T) + B·T·(2·C + 2) + 2·B·T·V
 // Not counted: the framework's workspace, allocator slack and the CUDA context (~0.5 GiB).
 #include <cstdint>
 #include <limits>
+
+#include "ptk/nn/arch.hpp"
 
 namespace ptk::nn {
 
 struct ModelShape {
   std::int64_t layers = 0, heads = 0, channels = 0, context = 0, vocab = 0, batch = 1;
+  Arch arch = Arch::gpt2;
+  std::int64_t kv_heads = 0;    // llama: 0 = heads
+  std::int64_t ffn_hidden = 0;  // llama: 0 = the default width
 };
 
 struct MemoryEstimate {
@@ -55,11 +71,32 @@ constexpr std::int64_t gpt2_activations(const ModelShape& m) {
   return MemoryEstimate::saturate(L * (B * T * (17 * C + 4) + B * H * T) + B * T * (2 * C + 3) + 2 * B * T * V);
 }
 
+// K = kv_heads·D and F (above), in double.
+constexpr double llama_kv_width(const ModelShape& m) {
+  return static_cast<double>(m.kv_heads > 0 ? m.kv_heads : m.heads) * static_cast<double>(m.channels / m.heads);
+}
+constexpr double llama_ffn(const ModelShape& m) {
+  if (m.ffn_hidden > 0) return static_cast<double>(m.ffn_hidden);
+  const double two_thirds = static_cast<double>(8 * m.channels / 3);  // 8·C fits in int64 for any shape parsed
+  return 32 * static_cast<double>(static_cast<std::int64_t>((two_thirds + 31) / 32));
+}
+
+constexpr std::int64_t llama_parameters(const ModelShape& m) {
+  const double L = m.layers, C = m.channels, V = m.vocab, K = llama_kv_width(m), F = llama_ffn(m);
+  return MemoryEstimate::saturate(2 * V * C + L * (2 * C * C + 2 * K * C + 3 * F * C + 2 * C) + C);
+}
+
+constexpr std::int64_t llama_activations(const ModelShape& m) {
+  const double L = m.layers, H = m.heads, C = m.channels, T = m.context, V = m.vocab, B = m.batch;
+  const double K = llama_kv_width(m), F = llama_ffn(m);
+  return MemoryEstimate::saturate(L * (B * T * (9 * C + 3 * K + 4 * F + 2) + B * H * T) + B * T * (2 * C + 2) + 2 * B * T * V);
+}
+
 constexpr MemoryEstimate estimate_training_memory(const ModelShape& m) {
   MemoryEstimate e;
   constexpr double f = sizeof(float);
-  e.parameters = gpt2_parameters(m);
-  e.activations = gpt2_activations(m);
+  e.parameters = m.arch == Arch::llama ? llama_parameters(m) : gpt2_parameters(m);
+  e.activations = m.arch == Arch::llama ? llama_activations(m) : gpt2_activations(m);
   e.parameter_bytes = MemoryEstimate::saturate(f * static_cast<double>(e.parameters));
   e.gradient_bytes = e.parameter_bytes;
   e.optimizer_bytes = MemoryEstimate::saturate(2 * f * static_cast<double>(e.parameters));

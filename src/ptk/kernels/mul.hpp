@@ -1,0 +1,28 @@
+#pragma once
+// mul_forward:  out[n] = a[n] · b[n] (elementwise, the gated MLP's silu(gate) ∘ up);
+// mul_backward: da[n] += dout[n] · b[n], db[n] += dout[n] · a[n] (either may be empty: not wanted).
+#include <Kokkos_Core.hpp>
+
+#include "ptk/core/tensor.hpp"
+
+namespace ptk::kernels {
+
+template <class Space>
+void mul_forward(const Vector<Space>& out, const ConstVector<Space>& a, const ConstVector<Space>& b) {
+  Kokkos::parallel_for(
+      "ptk::mul_forward", Kokkos::RangePolicy<Space>(0, static_cast<int>(out.extent(0))),
+      KOKKOS_LAMBDA(const int i) { out(i) = a(i) * b(i); });
+}
+
+template <class Space>
+void mul_backward(const Vector<Space>& da, const Vector<Space>& db, const ConstVector<Space>& dout,
+                  const ConstVector<Space>& a, const ConstVector<Space>& b) {
+  const bool want_a = da.extent(0) > 0, want_b = db.extent(0) > 0;
+  Kokkos::parallel_for(
+      "ptk::mul_backward", Kokkos::RangePolicy<Space>(0, static_cast<int>(dout.extent(0))), KOKKOS_LAMBDA(const int i) {
+        if (want_a) da(i) += dout(i) * b(i);
+        if (want_b) db(i) += dout(i) * a(i);
+      });
+}
+
+}  // namespace ptk::kernels
