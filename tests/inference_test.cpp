@@ -6,6 +6,7 @@
 #include "parity.hpp"
 #include "ptk/nn/inference.hpp"
 #include "ptk/reference/gpt.hpp"
+#include "ptk/reference/llama.hpp"
 
 namespace ptk::test {
 namespace {
@@ -47,14 +48,11 @@ struct Worst {
   }
 };
 
-TEST(Inference, CachedLogitsMatchTheOracleAtEveryPosition) {
-  Worst worst;
-  const nn::GptConfig c{2, 4, 32, 72, 29};
-  const int B = 2, T = c.block_size, V = c.vocab_size;
-  const nn::Gpt model(c, kHost, 11);
-  const auto params = randomize(model);
-  const auto tokens = random_tokens(static_cast<std::size_t>(B * T), V, 5);
-  const auto oracle = reference::gpt_step({c.n_layer, c.n_head, c.n_embd, c.block_size, V}, params, tokens, tokens, B, T);
+// Prefills of each length, then decode steps to the end of the block, each position's logits against the
+// oracle's full-sequence logits [B, T, V] for the same tokens.
+void check_cached_against(const nn::Gpt& model, const std::vector<int>& tokens, const std::vector<double>& oracle,
+                          int B, Worst& worst) {
+  const int T = model.config().block_size, V = model.config().vocab_size;
   for (int P : {1, 7, 64, T - 1}) {
     nn::KvCache cache = nn::make_kv_cache(model, B, T);
     std::vector<int> prompt;
@@ -63,9 +61,9 @@ TEST(Inference, CachedLogitsMatchTheOracleAtEveryPosition) {
     for (int b = 0; b < B; ++b)
       for (int t = 0; t < P; ++t) {
         const std::vector<float> got(prefill.begin() + (b * P + t) * V, prefill.begin() + (b * P + t + 1) * V);
-        ASSERT_TRUE(all_close(got, oracle_row(oracle.logits, T, V, b, t), {V}, tolerance::cached_logits))
+        ASSERT_TRUE(all_close(got, oracle_row(oracle, T, V, b, t), {V}, tolerance::cached_logits))
             << "prefill " << P << ", row " << b << ", position " << t;
-        worst.see(got, oracle_row(oracle.logits, T, V, b, t), tolerance::cached_logits);
+        worst.see(got, oracle_row(oracle, T, V, b, t), tolerance::cached_logits);
       }
     for (int t = P; t < T; ++t) {
       std::vector<int> next;
@@ -73,15 +71,46 @@ TEST(Inference, CachedLogitsMatchTheOracleAtEveryPosition) {
       const auto step = nn::forward_cached(model, cache, next, 1).values();
       for (int b = 0; b < B; ++b) {
         const std::vector<float> got(step.begin() + b * V, step.begin() + (b + 1) * V);
-        ASSERT_TRUE(all_close(got, oracle_row(oracle.logits, T, V, b, t), {V}, tolerance::cached_logits))
+        ASSERT_TRUE(all_close(got, oracle_row(oracle, T, V, b, t), {V}, tolerance::cached_logits))
             << "prefill " << P << ", decode step at position " << t << ", row " << b;
-        worst.see(got, oracle_row(oracle.logits, T, V, b, t), tolerance::cached_logits);
+        worst.see(got, oracle_row(oracle, T, V, b, t), tolerance::cached_logits);
       }
     }
     EXPECT_EQ(cache.length, T);
-    EXPECT_THROW(nn::forward_cached(model, cache, {0, 0}, 1), Error);  // full
+    EXPECT_THROW(nn::forward_cached(model, cache, std::vector<int>(static_cast<std::size_t>(B), 0), 1), Error);  // full
   }
-  std::cout << "[ measured ] worst cached-logit error: " << worst.ratio << " of the tolerance\n";
+}
+
+TEST(Inference, CachedLogitsMatchTheOracleAtEveryPosition) {
+  Worst worst;
+  const nn::GptConfig c{2, 4, 32, 72, 29};
+  const int B = 2, T = c.block_size, V = c.vocab_size;
+  const nn::Gpt model(c, kHost, 11);
+  const auto params = randomize(model);
+  const auto tokens = random_tokens(static_cast<std::size_t>(B * T), V, 5);
+  const auto oracle = reference::gpt_step({c.n_layer, c.n_head, c.n_embd, c.block_size, V}, params, tokens, tokens, B, T);
+  check_cached_against(model, tokens, oracle.logits, B, worst);
+  std::cout << "[ measured ] worst cached-logit error (gpt2): " << worst.ratio << " of the tolerance\n";
+}
+
+// Llama: rope at the cache's offset, and grouped-query heads (kv ratios 1, 2, 4) sharing the cache.
+TEST(Inference, LlamaCachedLogitsMatchTheOracleAtEveryPosition) {
+  Worst worst;
+  for (int kv : {4, 2, 1}) {
+    nn::GptConfig c{2, 4, 32, 72, 29};
+    c.arch = nn::Arch::llama;
+    c.n_kv_head = kv;
+    const int B = 2, T = c.block_size, V = c.vocab_size;
+    const nn::Gpt model(c, kHost, 12);
+    const auto params = randomize(model);
+    const auto tokens = random_tokens(static_cast<std::size_t>(B * T), V, 6);
+    const auto oracle = reference::llama_step({c.n_layer, c.n_head, nn::kv_heads(c), c.n_embd, nn::mlp_hidden(c), V,
+                                               c.rope_base, c.norm_eps},
+                                              params, tokens, tokens, B, T);
+    SCOPED_TRACE("kv heads " + std::to_string(kv));
+    check_cached_against(model, tokens, oracle.logits, B, worst);
+  }
+  std::cout << "[ measured ] worst cached-logit error (llama): " << worst.ratio << " of the tolerance\n";
 }
 
 TEST(Inference, GreedyGenerationIsTheArgmaxOfFullRecomputation) {

@@ -113,8 +113,9 @@ int generate_command(const Args& args) {
     throw UsageError{"generate: the prompt's " + std::to_string(P) + " bytes + -n " + std::to_string(o.n) +
                      " need a context of " + std::to_string(P + o.n - 1) + " positions, beyond the model's block_size " +
                      std::to_string(config.block_size) + " (at most -n " + std::to_string(room) + ")"};
-  const auto need = nn::estimate_inference_memory(
-      {config.n_layer, config.n_head, config.n_embd, std::max(P, P + o.n - 1), config.vocab_size, 1});
+  const auto need = nn::estimate_inference_memory({config.n_layer, config.n_head, config.n_embd, std::max(P, P + o.n - 1),
+                                                   config.vocab_size, 1, config.arch, nn::kv_heads(config),
+                                                   nn::mlp_hidden(config)});
   refuse_unless_fits("generate", static_cast<double>(need.total_bytes()),
                      "weights " + human_bytes(static_cast<double>(need.parameter_bytes)) + ", KV cache " +
                          human_bytes(static_cast<double>(need.kv_cache_bytes)) + ", workspace " +

@@ -254,6 +254,15 @@ int info_command(const Args& args, bool kokkos_started) {
     row("total", gib(static_cast<double>(e.total_bytes())));
     row("fits", std::string(static_cast<double>(e.total_bytes()) <= available ? "yes" : "no") + ": " +
                     gib(static_cast<double>(e.total_bytes())) + " of " + gib(available) + " (" + where + ")");
+    const auto g = nn::estimate_inference_memory(model_shape);
+    std::cout << "\nInference memory (ptk generate, KV cache of B=" << model_shape.batch << " x T=" << model_shape.context
+              << " positions)\n";
+    row("weights", gib(static_cast<double>(g.parameter_bytes)));
+    row("KV cache", gib(static_cast<double>(g.kv_cache_bytes)));
+    row("workspace (prefill)", gib(static_cast<double>(g.workspace_bytes)));
+    row("total", gib(static_cast<double>(g.total_bytes())));
+    row("fits", std::string(static_cast<double>(g.total_bytes()) <= available ? "yes" : "no") + ": " +
+                    gib(static_cast<double>(g.total_bytes())) + " of " + gib(available) + " (" + where + ")");
   }
 
   if (verbose) {

@@ -46,6 +46,8 @@ Var cached_attention(HeadColumns q, HeadColumns k, HeadColumns v, int n_head, co
           ": q, k and v rows must be [B, Tn, W], got ", to_string(qs), ", ", to_string(k.rows.shape()), ", ",
           to_string(v.rows.shape()));
   const auto B = cs[0], Hkv = cs[1], D = cs[3], Tn = qs[1], H = static_cast<std::int64_t>(n_head);
+  require(H % Hkv == 0, op, ": n_head = ", n_head, " is not a multiple of the cache's kv heads ", Hkv, " (cache ",
+          to_string(cs), ")");
   require(n_head > 0 && q.offset >= 0 && q.offset + H * D <= qs[2], op, ": ", n_head, " query heads of ", D,
           " from column ", q.offset, " do not fit q rows ", to_string(qs));
   require(qs[0] == B && k.rows.shape()[0] == B && v.rows.shape()[0] == B && k.rows.shape()[1] == Tn &&
@@ -58,16 +60,18 @@ Var cached_attention(HeadColumns q, HeadColumns k, HeadColumns v, int n_head, co
     const Tensor<S>&kc = data_of<S>(k_cache), &vc = data_of<S>(v_cache);
     ops::kv_cache_append(kc, data_of<S>(k.rows), k.offset, pos);
     ops::kv_cache_append(vc, data_of<S>(v.rows), v.offset, pos);
-    const auto split = [&](HeadColumns x, std::int64_t heads) {
+    // Rows to [B, heads, Tn, D]; with group G > 1 every row head feeds G consecutive heads (GQA for the prefill).
+    const auto split = [&](HeadColumns x, std::int64_t heads, int group) {
       const Tensor<S>& rows = data_of<S>(x.rows);
       auto t = Tensor<S>::uninitialized({B, heads, Tn, D}, "ptk::heads");
       kernels::split_heads<S>(Tensor4<S>(t.data(), B, heads, Tn, D),
-                              Tensor3<S>(rows.data(), rows.dim(0), rows.dim(1), rows.dim(2)), x.offset);
+                              Tensor3<S>(rows.data(), rows.dim(0), rows.dim(1), rows.dim(2)), x.offset, group);
       return t;
     };
-    const auto qh = split(q, H);
-    const bool prefill = pos == 0 && Tn > 1 && Hkv == H;
-    const auto r = prefill ? ops::attention(qh, split(k, Hkv), split(v, Hkv), std::nullopt, /*causal=*/true)
+    const auto qh = split(q, H, 1);
+    const int group = static_cast<int>(H / Hkv);
+    const bool prefill = pos == 0 && Tn > 1;
+    const auto r = prefill ? ops::attention(qh, split(k, H, group), split(v, H, group), std::nullopt, /*causal=*/true)
                            : ops::decode_attention(qh, kc, vc, pos + Tn);
     auto y = Tensor<S>::uninitialized({B, Tn, H * D}, "ptk::cached_attention");
     kernels::merge_heads<S>(Tensor3<S>(y.data(), B, Tn, H * D), Tensor4<S>(r.out.data(), B, H, Tn, D), 0, false);

@@ -18,9 +18,10 @@ struct HeadColumns {
 
 // Appends the Tn new tokens' keys and values (k, v: n_kv_head heads) to the caches [B, Hkv, Tmax, D] at
 // positions pos … pos + Tn − 1, then attends the new queries (q: n_head heads) to cache positions 0 … pos + Tn − 1,
-// causally (query t sees the keys up to its own position). Returns [B, Tn, n_head·D]. A first call (pos = 0)
-// with several tokens and as many kv heads as query heads runs the prefill as flash attention over the new
-// tokens; every other call runs the split-KV decode attention over the cache (grouped-query heads shared).
+// causally (query t sees the keys up to its own position); query head h reads kv head h / (n_head / Hkv). Returns
+// [B, Tn, n_head·D]. A first call (pos = 0) with several tokens runs the prefill as flash attention over the new
+// tokens (kv heads repeated for their groups); every other call runs the split-KV decode attention over the
+// cache, where a group's query heads share each read of a key.
 Var cached_attention(HeadColumns q, HeadColumns k, HeadColumns v, int n_head, const Var& k_cache, const Var& v_cache,
                      int pos);
 

@@ -14,13 +14,63 @@ KvCache make_kv_cache(const Gpt& model, int batch, int capacity) {
   KvCache cache;
   cache.batch = batch;
   cache.capacity = capacity;
-  const Shape shape{batch, c.n_head, capacity, c.n_embd / c.n_head};
+  const Shape shape{batch, kv_heads(c), capacity, c.n_embd / c.n_head};
   for (int i = 0; i < c.n_layer; ++i) {
     cache.k.push_back(ag::Var::zeros(shape, model.device()));
     cache.v.push_back(ag::Var::zeros(shape, model.device()));
   }
   return cache;
 }
+
+namespace {
+
+// Positions pos … pos + Tn − 1 of GPT-2: learned position embeddings, layernorm, fused qkv with biases, gelu MLP.
+ag::Var gpt2_cached(const Gpt& model, KvCache& cache, const ag::Ids& ids, const ag::Ids& positions, bool all_positions) {
+  const GptConfig& c = model.config();
+  const auto p = [&](const std::string& name) -> const ag::Var& { return model.parameter(name); };
+  const int C = c.n_embd, pos = cache.length;
+  ag::Var x = ag::add(ag::embedding(ids, p("wte.weight")), ag::embedding(positions, p("wpe.weight")));
+  for (int i = 0; i < c.n_layer; ++i) {
+    const std::string h = "h." + std::to_string(i) + ".";
+    ag::Var a = ag::layernorm(x, p(h + "ln_1.weight"), p(h + "ln_1.bias"), c.norm_eps);
+    const ag::Var qkv = ag::linear(a, p(h + "attn.c_attn.weight"), p(h + "attn.c_attn.bias"));
+    a = ag::cached_attention({qkv, 0}, {qkv, C}, {qkv, 2 * C}, c.n_head, cache.k[i], cache.v[i], pos);
+    x = ag::add(x, ag::linear(a, p(h + "attn.c_proj.weight"), p(h + "attn.c_proj.bias")));
+    ag::Var m = ag::layernorm(x, p(h + "ln_2.weight"), p(h + "ln_2.bias"), c.norm_eps);
+    m = ag::gelu(ag::linear(m, p(h + "mlp.c_fc.weight"), p(h + "mlp.c_fc.bias")));
+    x = ag::add(x, ag::linear(m, p(h + "mlp.c_proj.weight"), p(h + "mlp.c_proj.bias")));
+  }
+  if (!all_positions) x = ag::last_position(x);
+  x = ag::layernorm(x, p("ln_f.weight"), p("ln_f.bias"), c.norm_eps);
+  return ag::linear(x, p("wte.weight"));
+}
+
+// Llama: rope at the cache's position offset, rmsnorm, separate q/k/v projections (grouped kv heads), SwiGLU.
+ag::Var llama_cached(const Gpt& model, KvCache& cache, const ag::Ids& ids, bool all_positions) {
+  const GptConfig& c = model.config();
+  const auto p = [&](const std::string& name) -> const ag::Var& { return model.parameter(name); };
+  const int H = c.n_head, Hkv = kv_heads(c), pos = cache.length;
+  const float eps = c.norm_eps, base = c.rope_base;
+  ag::Var x = ag::embedding(ids, p("model.embed_tokens.weight"));
+  for (int i = 0; i < c.n_layer; ++i) {
+    const std::string l = "model.layers." + std::to_string(i) + ".";
+    const ag::Var h = ag::rmsnorm(x, p(l + "input_layernorm.weight"), eps);
+    const ag::Var q = ag::rope(ag::linear(h, p(l + "self_attn.q_proj.weight")), H, pos, base);
+    const ag::Var k = ag::rope(ag::linear(h, p(l + "self_attn.k_proj.weight")), Hkv, pos, base);
+    const ag::Var v = ag::linear(h, p(l + "self_attn.v_proj.weight"));
+    const ag::Var a = ag::cached_attention({q, 0}, {k, 0}, {v, 0}, H, cache.k[i], cache.v[i], pos);
+    x = ag::add(x, ag::linear(a, p(l + "self_attn.o_proj.weight")));
+    const ag::Var m = ag::rmsnorm(x, p(l + "post_attention_layernorm.weight"), eps);
+    const ag::Var gated =
+        ag::mul(ag::silu(ag::linear(m, p(l + "mlp.gate_proj.weight"))), ag::linear(m, p(l + "mlp.up_proj.weight")));
+    x = ag::add(x, ag::linear(gated, p(l + "mlp.down_proj.weight")));
+  }
+  if (!all_positions) x = ag::last_position(x);
+  x = ag::rmsnorm(x, p("model.norm.weight"), eps);
+  return ag::linear(x, p("lm_head.weight"));
+}
+
+}  // namespace
 
 ag::Var forward_cached(const Gpt& model, KvCache& cache, const std::vector<int>& ids, int Tn, bool all_positions) {
   const GptConfig& c = model.config();
@@ -30,26 +80,18 @@ ag::Var forward_cached(const Gpt& model, KvCache& cache, const std::vector<int>&
   require(pos + Tn <= cache.capacity, "forward_cached: positions ", pos, " + ", Tn, " new tokens exceed the cache's ",
           cache.capacity, " (block_size ", c.block_size, ")");
   ag::NoGrad no_grad;
-  const auto p = [&](const std::string& name) -> const ag::Var& { return model.parameter(name); };
-  std::vector<int> positions(ids.size());
-  for (std::size_t i = 0; i < positions.size(); ++i) positions[i] = pos + static_cast<int>(i % static_cast<std::size_t>(Tn));
-  const auto id_parts = ag::Ids::from_vectors({B, Tn}, {&ids, &positions}, model.device());
-  const int C = c.n_embd;
-  ag::Var x = ag::add(ag::embedding(id_parts[0], p("wte.weight")), ag::embedding(id_parts[1], p("wpe.weight")));
-  for (int i = 0; i < c.n_layer; ++i) {
-    const std::string h = "h." + std::to_string(i) + ".";
-    ag::Var a = ag::layernorm(x, p(h + "ln_1.weight"), p(h + "ln_1.bias"));
-    const ag::Var qkv = ag::linear(a, p(h + "attn.c_attn.weight"), p(h + "attn.c_attn.bias"));
-    a = ag::cached_attention({qkv, 0}, {qkv, C}, {qkv, 2 * C}, c.n_head, cache.k[i], cache.v[i], pos);
-    x = ag::add(x, ag::linear(a, p(h + "attn.c_proj.weight"), p(h + "attn.c_proj.bias")));
-    ag::Var m = ag::layernorm(x, p(h + "ln_2.weight"), p(h + "ln_2.bias"));
-    m = ag::gelu(ag::linear(m, p(h + "mlp.c_fc.weight"), p(h + "mlp.c_fc.bias")));
-    x = ag::add(x, ag::linear(m, p(h + "mlp.c_proj.weight"), p(h + "mlp.c_proj.bias")));
+  ag::Var logits;
+  if (c.arch == Arch::llama) {
+    logits = llama_cached(model, cache, ag::Ids::from_vector({B, Tn}, ids, model.device()), all_positions);
+  } else {
+    std::vector<int> positions(ids.size());
+    for (std::size_t i = 0; i < positions.size(); ++i)
+      positions[i] = pos + static_cast<int>(i % static_cast<std::size_t>(Tn));
+    const auto parts = ag::Ids::from_vectors({B, Tn}, {&ids, &positions}, model.device());
+    logits = gpt2_cached(model, cache, parts[0], parts[1], all_positions);
   }
   cache.length = pos + Tn;
-  if (!all_positions) x = ag::last_position(x);
-  x = ag::layernorm(x, p("ln_f.weight"), p("ln_f.bias"));
-  return ag::linear(x, p("wte.weight"));
+  return logits;
 }
 
 GenerateStats generate(const Gpt& model, const std::vector<int>& prompts, int batch, const GenerateOptions& options,

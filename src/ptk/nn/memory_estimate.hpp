@@ -110,10 +110,10 @@ constexpr MemoryEstimate estimate_training_memory(const ModelShape& m) {
 namespace ptk::nn {
 
 // Memory to generate with a KV cache (nn/inference.hpp) at batch B = m.batch and context T = m.context:
-//     weights            P floats (as above);
-//     KV cache           2·L·B·Hkv·T·D floats, D = C/H (Hkv = H for GPT-2: every head keeps its keys);
+//     weights            P floats (as above, for the shape's arch);
+//     KV cache           2·L·B·T·K floats, K = kv_heads·D (GPT-2: every head keeps its keys, K = C);
 //     workspace          one forward pass's tensors over a full-context prefill, none freed: the training
-//                        activations A above (an upper bound; a decode step needs 1/T of it).
+//                        activations A above (an upper bound; a decode step needs about 1/T of it).
 struct InferenceEstimate {
   std::int64_t parameter_bytes = 0, kv_cache_bytes = 0, workspace_bytes = 0;
   std::int64_t total_bytes() const {
@@ -123,11 +123,13 @@ struct InferenceEstimate {
 
 constexpr InferenceEstimate estimate_inference_memory(const ModelShape& m) {
   constexpr double f = sizeof(float);
-  const double L = m.layers, B = m.batch, T = m.context, C = m.channels;
+  const double L = m.layers, B = m.batch, T = m.context;
+  const double K = m.arch == Arch::llama ? llama_kv_width(m) : static_cast<double>(m.channels);
+  const MemoryEstimate training = estimate_training_memory(m);
   InferenceEstimate e;
-  e.parameter_bytes = MemoryEstimate::saturate(f * static_cast<double>(gpt2_parameters(m)));
-  e.kv_cache_bytes = MemoryEstimate::saturate(f * 2 * L * B * T * C);
-  e.workspace_bytes = MemoryEstimate::saturate(f * static_cast<double>(gpt2_activations(m)));
+  e.parameter_bytes = training.parameter_bytes;
+  e.kv_cache_bytes = MemoryEstimate::saturate(f * 2 * L * B * T * K);
+  e.workspace_bytes = training.activation_bytes;
   return e;
 }
 
