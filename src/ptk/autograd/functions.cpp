@@ -25,7 +25,7 @@ using namespace detail;
 
 Var add(const Var& a, const Var& b) {
   const Device device = check_args("add", {{"a", a}, {"b", b}});
-  require(a.shape() == b.shape(), "add: a has shape ", to_string(a.shape()), " but b has shape ", to_string(b.shape()));
+  require(a.shape() == b.shape(), "add: a has shape ", a.shape(), " but b has shape ", b.shape());
   return on_device(device, [&](auto tag) {
     using S = typename decltype(tag)::type;
     auto y = Tensor<S>::uninitialized(a.shape(), "ptk::add");
@@ -57,12 +57,12 @@ Var linear(const Var& x, const Var& weight, const Var& bias) {
                                        : check_args("linear", {{"x", x}, {"weight", weight}});
   const Shape& xs = x.shape();
   require(weight.shape().size() == 2 && !xs.empty() && weight.shape()[1] == xs.back(), "linear: x has shape ",
-          to_string(xs), " and weight has shape ", to_string(weight.shape()), "; weight must be [out, in] with in = ",
+          xs, " and weight has shape ", weight.shape(), "; weight must be [out, in] with in = ",
           xs.empty() ? 0 : xs.back());
   const auto in = xs.back(), out_features = weight.shape()[0];
   if (bias.defined())
-    require(bias.shape() == Shape{out_features}, "linear: bias has shape ", to_string(bias.shape()), " for weight ",
-            to_string(weight.shape()), "; it must be [", out_features, "]");
+    require(bias.shape() == Shape{out_features}, "linear: bias has shape ", bias.shape(), " for weight ",
+            weight.shape(), "; it must be [", out_features, "]");
   Shape ys = xs;
   ys.back() = out_features;
   return on_device(device, [&](auto tag) {
@@ -124,9 +124,9 @@ Var embedding(const Ids& ids, const Var& table) {
 Var causal_self_attention(const Var& qkv, int n_head) {
   const Device device = check_args("causal_self_attention", {{"qkv", qkv}});
   const Shape& s = qkv.shape();
-  require(s.size() == 3 && s[2] % 3 == 0, "causal_self_attention: qkv must be [B, T, 3C], got shape ", to_string(s));
+  require(s.size() == 3 && s[2] % 3 == 0, "causal_self_attention: qkv must be [B, T, 3C], got shape ", s);
   const auto B = s[0], T = s[1], C = s[2] / 3;
-  require(n_head > 0 && C % n_head == 0, "causal_self_attention: C = ", C, " (qkv shape ", to_string(s),
+  require(n_head > 0 && C % n_head == 0, "causal_self_attention: C = ", C, " (qkv shape ", s,
           ") is not divisible by n_head = ", n_head);
   const auto H = static_cast<std::int64_t>(n_head), D = C / n_head;
   return on_device(device, [&](auto tag) {
@@ -175,8 +175,8 @@ Var cross_entropy(const Var& logits, const Ids& targets, int ignore_index) {
 
 Var sum_product(const Var& a, const Var& b) {
   const Device device = check_args("sum_product", {{"a", a}, {"b", b}});
-  require(a.shape() == b.shape(), "sum_product: a has shape ", to_string(a.shape()), " but b has shape ",
-          to_string(b.shape()));
+  require(a.shape() == b.shape(), "sum_product: a has shape ", a.shape(), " but b has shape ",
+          b.shape());
   return on_device(device, [&](auto tag) {
     using S = typename decltype(tag)::type;
     const Tensor<S> ta = data_of<S>(a), tb = data_of<S>(b);
@@ -205,7 +205,7 @@ GradNorm::GradNorm(std::vector<Var> params) : params_(std::move(params)) {
 }
 
 void GradNorm::operator()(const Var& stats, float max_norm) {
-  require(stats.numel() >= 2, "GradNorm: stats has shape ", to_string(stats.shape()), "; it needs 2 values");
+  require(stats.numel() >= 2, "GradNorm: stats has shape ", stats.shape(), "; it needs 2 values");
   check_args("GradNorm", {{"param", params_.front()}, {"stats", stats}});
   on_device(stats.device(), [&](auto tag) {
     using S = typename decltype(tag)::type;
@@ -233,10 +233,10 @@ void GradNorm::operator()(const Var& stats, float max_norm) {
 
 void adamw_update(const Var& param, const Var& m, const Var& v, const AdamwStep& step, const Var& stats) {
   const Device device = check_args("adamw_update", {{"param", param}, {"m", m}, {"v", v}, {"stats", stats}});
-  require(m.shape() == param.shape() && v.shape() == param.shape(), "adamw_update: param ", to_string(param.shape()),
-          ", m ", to_string(m.shape()), " and v ", to_string(v.shape()), " must have one shape");
-  require(stats.numel() >= 2, "adamw_update: stats has shape ", to_string(stats.shape()), "; it needs 2 values");
-  require(param.has_grad(), "adamw_update: param ", to_string(param.shape()), " has no gradient (call backward first)");
+  require(m.shape() == param.shape() && v.shape() == param.shape(), "adamw_update: param ", param.shape(),
+          ", m ", m.shape(), " and v ", v.shape(), " must have one shape");
+  require(stats.numel() >= 2, "adamw_update: stats has shape ", stats.shape(), "; it needs 2 values");
+  require(param.has_grad(), "adamw_update: param ", param.shape(), " has no gradient (call backward first)");
   on_device(device, [&](auto tag) {
     using S = typename decltype(tag)::type;
     const kernels::AdamwStep k{step.lr,           step.beta1,       step.beta2,      step.eps,

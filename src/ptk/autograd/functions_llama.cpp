@@ -41,7 +41,7 @@ Var silu(const Var& x) {
 
 Var mul(const Var& a, const Var& b) {
   const Device device = check_args("mul", {{"a", a}, {"b", b}});
-  require(a.shape() == b.shape(), "mul: a has shape ", to_string(a.shape()), " but b has shape ", to_string(b.shape()));
+  require(a.shape() == b.shape(), "mul: a has shape ", a.shape(), " but b has shape ", b.shape());
   return on_device(device, [&](auto tag) {
     using S = typename decltype(tag)::type;
     const Tensor<S> ta = data_of<S>(a), tb = data_of<S>(b);
@@ -61,8 +61,8 @@ namespace {
 std::int64_t head_dim(const char* op, const char* name, const Var& x, int heads) {
   const Shape& s = x.shape();
   require(s.size() == 3 && s[0] > 0 && s[1] > 0 && s[2] > 0, op, ": ", name, " must be a non-empty [B, T, heads * D], got shape ",
-          to_string(s));
-  require(heads > 0 && s[2] % heads == 0, op, ": ", name, " ", to_string(s), " has ", s[2],
+          s);
+  require(heads > 0 && s[2] % heads == 0, op, ": ", name, " ", s, " has ", s[2],
           " channels, not divisible by its ", heads, " heads");
   return s[2] / heads;
 }
@@ -72,7 +72,7 @@ std::int64_t head_dim(const char* op, const char* name, const Var& x, int heads)
 Var rope(const Var& x, int n_head, int pos_offset, float base) {
   const Device device = check_args("rope", {{"x", x}});
   const auto D = head_dim("rope", "x", x, n_head);
-  require(D % 2 == 0, "rope: x ", to_string(x.shape()), " with ", n_head, " heads has head dim ", D,
+  require(D % 2 == 0, "rope: x ", x.shape(), " with ", n_head, " heads has head dim ", D,
           "; rope rotates pairs, so it must be even");
   const Shape heads{x.shape()[0], x.shape()[1], n_head, D};
   return on_device(device, [&](auto tag) {
@@ -93,8 +93,8 @@ Var causal_attention(const Var& q, const Var& k, const Var& v, int n_head, int n
   const auto D = head_dim(op, "q", q, n_head);
   const Shape& qs = q.shape();
   const Shape kv{qs[0], qs[1], n_kv_head * D};
-  require(k.shape() == kv && v.shape() == kv, op, ": q ", to_string(qs), " has ", n_head, " heads of ", D, "; k ",
-          to_string(k.shape()), " and v ", to_string(v.shape()), " must both be ", to_string(kv), " (", n_kv_head,
+  require(k.shape() == kv && v.shape() == kv, op, ": q ", qs, " has ", n_head, " heads of ", D, "; k ",
+          k.shape(), " and v ", v.shape(), " must both be ", kv, " (", n_kv_head,
           " kv heads)");
   const auto B = qs[0], T = qs[1], H = static_cast<std::int64_t>(n_head);
   const int group = n_head / n_kv_head;

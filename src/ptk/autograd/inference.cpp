@@ -25,8 +25,8 @@ Var wrap(Tensor<S> value, Device device) {
 void check_same_device(const char* op, const Var& a, const char* a_name, const Var& b, const char* b_name) {
   require(a.defined() && b.defined(), op, ": ", a.defined() ? b_name : a_name, " is an undefined Var");
   if (a.device() != b.device())
-    require(false, op, ": ", a_name, " ", to_string(a.shape()), " is on ", describe(a.device()), " but ", b_name, " ",
-            to_string(b.shape()), " is on ", describe(b.device()));
+    require(false, op, ": ", a_name, " ", a.shape(), " is on ", describe(a.device()), " but ", b_name, " ",
+            b.shape(), " is on ", describe(b.device()));
 }
 
 }  // namespace
@@ -40,20 +40,20 @@ Var cached_attention(HeadColumns q, HeadColumns k, HeadColumns v, int n_head, co
   check_same_device(op, v_cache, "V cache", k_cache, "K cache");
   const Shape& cs = k_cache.shape();
   require(cs.size() == 4 && v_cache.shape() == cs, op, ": the caches must be [B, Hkv, Tmax, D] alike, got K ",
-          to_string(cs), " and V ", to_string(v_cache.shape()));
+          cs, " and V ", v_cache.shape());
   const Shape& qs = q.rows.shape();
   require(qs.size() == 3 && k.rows.shape().size() == 3 && v.rows.shape().size() == 3, op,
-          ": q, k and v rows must be [B, Tn, W], got ", to_string(qs), ", ", to_string(k.rows.shape()), ", ",
-          to_string(v.rows.shape()));
+          ": q, k and v rows must be [B, Tn, W], got ", qs, ", ", k.rows.shape(), ", ",
+          v.rows.shape());
   const auto B = cs[0], Hkv = cs[1], D = cs[3], Tn = qs[1], H = static_cast<std::int64_t>(n_head);
   require(H % Hkv == 0, op, ": n_head = ", n_head, " is not a multiple of the cache's kv heads ", Hkv, " (cache ",
-          to_string(cs), ")");
+          cs, ")");
   require(n_head > 0 && q.offset >= 0 && q.offset + H * D <= qs[2], op, ": ", n_head, " query heads of ", D,
-          " from column ", q.offset, " do not fit q rows ", to_string(qs));
+          " from column ", q.offset, " do not fit q rows ", qs);
   require(qs[0] == B && k.rows.shape()[0] == B && v.rows.shape()[0] == B && k.rows.shape()[1] == Tn &&
               v.rows.shape()[1] == Tn,
-          op, ": q ", to_string(qs), ", k ", to_string(k.rows.shape()), " and v ", to_string(v.rows.shape()),
-          " must share B and Tn with the cache ", to_string(cs));
+          op, ": q ", qs, ", k ", k.rows.shape(), " and v ", v.rows.shape(),
+          " must share B and Tn with the cache ", cs);
   const Device device = k_cache.device();
   return on_device(device, [&](auto tag) {
     using S = typename decltype(tag)::type;
@@ -108,7 +108,7 @@ std::vector<int> TokenSampler::operator()(const Var& logits, const std::vector<f
     const auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), tokens);
     std::vector<int> out(host.data(), host.data() + rows);
     for (std::int64_t b = 0; b < rows; ++b)
-      require(out[static_cast<std::size_t>(b)] >= 0, "sample: row ", b, " of the logits ", to_string(logits.shape()),
+      require(out[static_cast<std::size_t>(b)] >= 0, "sample: row ", b, " of the logits ", logits.shape(),
               " holds a NaN or only -inf");
     return out;
   });

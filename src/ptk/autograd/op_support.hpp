@@ -22,8 +22,8 @@ inline Device check_args(const char* op, std::initializer_list<Arg> args) {
     require(a.var.defined(), op, ": ", a.name, " is an undefined Var");
     if (!first) first = &a;
     if (a.var.device() != first->var.device())  // (the message is built only when it is needed)
-      require(false, op, ": ", first->name, " ", to_string(first->var.shape()), " is on ", describe(first->var.device()),
-              " but ", a.name, " ", to_string(a.var.shape()), " is on ", describe(a.var.device()),
+      require(false, op, ": ", first->name, " ", first->var.shape(), " is on ", describe(first->var.device()),
+              " but ", a.name, " ", a.var.shape(), " is on ", describe(a.var.device()),
               "; move one with an explicit copy");
   }
   return first->var.device();
@@ -32,7 +32,7 @@ inline Device check_args(const char* op, std::initializer_list<Arg> args) {
 inline void check_ids_device(const char* op, const char* name, const Ids& ids, Device device) {
   require(ids.defined(), op, ": ", name, " is undefined");
   if (ids.device() != device)
-    require(false, op, ": ", name, " ", to_string(ids.shape()), " is on ", describe(ids.device()),
+    require(false, op, ": ", name, " ", ids.shape(), " is on ", describe(ids.device()),
             " but the tensors are on ", describe(device));
 }
 
@@ -45,7 +45,7 @@ inline void check_ids_range(const char* op, const char* what, const char* where,
     if ((host[n] < 0 || host[n] >= limit) && host[n] != allowed)
       require(false, op, ": ", what, " ", host[n], " at ", where, " ", n, " is outside [0, ", limit, ")",
               allowed == limit ? "" : " and is not ignore_index " + std::to_string(allowed), " (", against, " shape ",
-              to_string(against_shape), ")");
+              against_shape, ")");
 }
 
 template <class S>

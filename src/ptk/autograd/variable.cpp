@@ -63,7 +63,7 @@ std::vector<float> Var::values() const {
 
 void Var::assign(const std::vector<float>& values) const {
   require(static_cast<std::int64_t>(values.size()) == numel(), "ptk::ag::Var::assign: ", values.size(),
-          " values for shape ", to_string(shape()));
+          " values for shape ", shape());
   on_device(device(), [&](auto tag) {
     using S = typename decltype(tag)::type;
     Kokkos::deep_copy(data_of<S>(*this).storage(), HostFloats(const_cast<float*>(values.data()), values.size()));
@@ -71,7 +71,7 @@ void Var::assign(const std::vector<float>& values) const {
 }
 
 float Var::item() const {
-  require(numel() == 1, "ptk::ag::Var::item: needs one element, got shape ", to_string(shape()));
+  require(numel() == 1, "ptk::ag::Var::item: needs one element, got shape ", shape());
   return values()[0];
 }
 
@@ -94,7 +94,7 @@ void Var::zero_grad() const {
 }
 
 void Var::backward() const {
-  require(numel() == 1, "ptk::ag::Var::backward: the loss must have one element, got shape ", to_string(shape()));
+  require(numel() == 1, "ptk::ag::Var::backward: the loss must have one element, got shape ", shape());
   require(requires_grad(), "ptk::ag::Var::backward: the loss does not require a gradient (no parameter that requires "
                            "one reaches it, or it was computed under NoGrad)");
   // Post-order depth-first walk from the loss; reversed, every Var comes before the inputs of its node. The
@@ -135,7 +135,7 @@ Ids Ids::from_vector(const Shape& shape, const std::vector<int>& values, Device 
 std::vector<Ids> Ids::from_vectors(const Shape& shape, const std::vector<const std::vector<int>*>& parts, Device device) {
   const auto n = static_cast<std::size_t>(element_count(shape));
   for (const auto* part : parts)
-    require(part->size() == n && n > 0, "ptk::ag::Ids: ", part->size(), " values for shape ", to_string(shape));
+    require(part->size() == n && n > 0, "ptk::ag::Ids: ", part->size(), " values for shape ", shape);
   // The buffer: every part's ids, then every part's order (its positions sorted by (id, position)),
   // sorted here on the host where the ids are, so no kernel sorts them on the device.
   std::vector<int> all;

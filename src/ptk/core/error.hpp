@@ -5,6 +5,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ptk {
@@ -30,12 +31,34 @@ inline std::string to_string(const Shape& shape) {
   return s.str();
 }
 
-// Streams all parts into the message of a ptk::Error when `ok` is false.
+// A message part computed only when it is printed: require's arguments are evaluated on every call, so a
+// description that costs string building (shapes) is passed as lazy([&] { return ...; }).
+template <class F>
+struct Lazy {
+  F make;
+  friend std::ostream& operator<<(std::ostream& os, const Lazy& l) { return os << l.make(); }
+};
+template <class F>
+Lazy<F> lazy(F make) {
+  return Lazy<F>{std::move(make)};
+}
+
+namespace detail {
+template <class Part>
+void put(std::ostream& s, const Part& part) {
+  s << part;
+}
+inline void put(std::ostream& s, const Shape& shape) { s << to_string(shape); }
+}  // namespace detail
+
+// Streams all parts into the message of a ptk::Error when `ok` is false. A Shape part prints as "[2, 3]":
+// pass the shape itself, not to_string(shape), so that nothing is formatted when the check passes (an op's
+// checks run on every call; decode steps make thousands of calls a second).
 template <class... Parts>
 void require(bool ok, const Parts&... parts) {
   if (ok) return;
   std::ostringstream s;
-  (s << ... << parts);
+  (detail::put(s, parts), ...);
   throw Error(s.str());
 }
 

@@ -88,7 +88,7 @@ class Tensor {
   }
   static Tensor from_host(Shape shape, const std::vector<float>& data) {
     require(static_cast<std::int64_t>(data.size()) == element_count(shape), "ptk::Tensor::from_host: ",
-            data.size(), " values for shape ", to_string(shape));
+            data.size(), " values for shape ", shape);
     return from_host(std::move(shape), data.data());
   }
 
@@ -99,7 +99,7 @@ class Tensor {
   // Negative indices count from the end, as in NumPy.
   std::int64_t dim(int i) const {
     const int r = rank();
-    require(i >= -r && i < r, "ptk::Tensor::dim(", i, ") out of range for shape ", to_string(shape_));
+    require(i >= -r && i < r, "ptk::Tensor::dim(", i, ") out of range for shape ", shape_);
     return shape_[static_cast<std::size_t>(i < 0 ? i + r : i)];
   }
   float* data() const { return storage_.data(); }
@@ -109,22 +109,22 @@ class Tensor {
 
   // [prod(leading dims), last dim]: the row view the normalizations and softmax work on.
   Matrix<Space> rows() const {
-    require(rank() >= 1, "ptk::Tensor::rows: needs rank >= 1, got shape ", to_string(shape_));
+    require(rank() >= 1, "ptk::Tensor::rows: needs rank >= 1, got shape ", shape_);
     const auto cols = shape_.back();
     return Matrix<Space>(data(), static_cast<std::size_t>(numel() / cols), static_cast<std::size_t>(cols));
   }
 
   // [batch, rows, cols] with batch 1 for a rank-2 tensor.
   Tensor3<Space> batched_matrices() const {
-    require(rank() == 2 || rank() == 3, "ptk::Tensor: expected rank 2 or 3, got shape ", to_string(shape_));
+    require(rank() == 2 || rank() == 3, "ptk::Tensor: expected rank 2 or 3, got shape ", shape_);
     const auto r = static_cast<std::size_t>(dim(-2)), c = static_cast<std::size_t>(dim(-1));
     return Tensor3<Space>(data(), rank() == 3 ? static_cast<std::size_t>(shape_[0]) : 1, r, c);
   }
 
   // The same storage under another shape with as many elements (an alias, never a copy).
   Tensor reshape(Shape shape) const {
-    require(element_count(shape) == numel(), "ptk::Tensor::reshape: shape ", to_string(shape), " does not hold the ",
-            numel(), " elements of shape ", to_string(shape_));
+    require(element_count(shape) == numel(), "ptk::Tensor::reshape: shape ", shape, " does not hold the ",
+            numel(), " elements of shape ", shape_);
     Tensor t;
     t.shape_ = std::move(shape);
     t.storage_ = storage_;
@@ -149,7 +149,7 @@ class Tensor {
  private:
   Tensor(Shape shape, const std::string& label, Init init, bool cached) : shape_(std::move(shape)) {
     for (auto d : shape_)
-      require(d > 0, "ptk::Tensor: every dimension must be positive, got shape ", to_string(shape_));
+      require(d > 0, "ptk::Tensor: every dimension must be positive, got shape ", shape_);
     const auto n = static_cast<std::size_t>(element_count(shape_));
     if (cached) {
       storage_ = BufferPool<Storage>::take(label, n);

@@ -56,7 +56,7 @@ void Adamw::load_state(const std::vector<std::pair<std::string, std::vector<floa
     const auto it = by_name.find(np.first);
     require(it != by_name.end(), "optimizer state: no tensor '", np.first, "'");
     require(static_cast<std::int64_t>(it->second->size()) == np.second.numel(), "optimizer state: '", np.first,
-            "' has ", it->second->size(), " values, the parameter has shape ", to_string(np.second.shape()));
+            "' has ", it->second->size(), " values, the parameter has shape ", np.second.shape());
     np.second.assign(*it->second);
   }
   t_ = steps_taken;

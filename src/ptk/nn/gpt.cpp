@@ -155,7 +155,7 @@ std::int64_t Gpt::parameter_count() const {
 }
 
 ag::Var Gpt::logits(const ag::Ids& idx, int B, int T) const {
-  require(B > 0 && T > 0 && idx.shape() == Shape{B, T}, "model: idx has shape ", to_string(idx.shape()),
+  require(B > 0 && T > 0 && idx.shape() == Shape{B, T}, "model: idx has shape ", idx.shape(),
           ", expected [", B, ", ", T, "]");
   require(T <= config_.block_size, "model: sequence length ", T, " exceeds block_size ", config_.block_size);
   return config_.arch == Arch::llama ? llama_logits(idx) : gpt2_logits(idx, B, T);

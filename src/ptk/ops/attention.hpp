@@ -25,7 +25,8 @@ AttentionOutputs<Space> attention(const Tensor<Space>& q, const Tensor<Space>& k
   check_tensor("attention", "Q", q, 4, 4);
   check_tensor("attention", "K", k, 4, 4);
   check_tensor("attention", "V", v, 4, 4);
-  const auto shapes = "Q " + to_string(q.shape()) + ", K " + to_string(k.shape()) + ", V " + to_string(v.shape());
+  const auto shapes =
+      lazy([&] { return "Q " + to_string(q.shape()) + ", K " + to_string(k.shape()) + ", V " + to_string(v.shape()); });
   require(k.shape() == v.shape(), "attention: K and V must have the same shape [B,H,S,D], got ", shapes);
   require(q.dim(0) == k.dim(0) && q.dim(1) == k.dim(1) && q.dim(3) == k.dim(3),
           "attention: Q [B,H,T,D] and K [B,H,S,D] must agree in B, H and D, got ", shapes);
@@ -56,22 +57,23 @@ void attention_backward(const Tensor<Space>& dq, const Tensor<Space>& dk, const 
   check_tensor(op, "dO", dout, 4, 4);
   check_tensor(op, "O", out, 4, 4);
   check_tensor(op, "lse", lse, 3, 3);
-  const auto shapes = "Q " + to_string(q.shape()) + ", K " + to_string(k.shape()) + ", V " + to_string(v.shape());
+  const auto shapes =
+      lazy([&] { return "Q " + to_string(q.shape()) + ", K " + to_string(k.shape()) + ", V " + to_string(v.shape()); });
   require(k.shape() == v.shape(), op, ": K and V must have the same shape [B,H,S,D], got ", shapes);
   require(q.dim(0) == k.dim(0) && q.dim(1) == k.dim(1) && q.dim(3) == k.dim(3), op,
           ": Q [B,H,T,D] and K [B,H,S,D] must agree in B, H and D, got ", shapes);
   const auto B = q.dim(0), H = q.dim(1), T = q.dim(2), D = q.dim(3);
   require(!causal || T == k.dim(2), op, ": causal needs T == S, got ", shapes);
-  require(dout.shape() == q.shape(), op, ": dO has shape ", to_string(dout.shape()), " but Q has shape ",
-          to_string(q.shape()));
-  require(out.shape() == q.shape(), op, ": O has shape ", to_string(out.shape()), " but Q has shape ",
-          to_string(q.shape()));
-  require(lse.shape() == Shape{B, H, T}, op, ": lse has shape ", to_string(lse.shape()), ", expected [B,H,T] = ",
-          to_string(Shape{B, H, T}));
+  require(dout.shape() == q.shape(), op, ": dO has shape ", dout.shape(), " but Q has shape ",
+          q.shape());
+  require(out.shape() == q.shape(), op, ": O has shape ", out.shape(), " but Q has shape ",
+          q.shape());
+  require(lse.shape() == Shape{B, H, T}, op, ": lse has shape ", lse.shape(), ", expected [B,H,T] = ",
+          Shape{B, H, T});
   const auto grad = [&](const char* name, const Tensor<Space>& g, const Tensor<Space>& like) {
     if (!g.defined()) return Tensor3<Space>();
-    require(g.shape() == like.shape(), op, ": ", name, " has shape ", to_string(g.shape()), ", expected ",
-            to_string(like.shape()));
+    require(g.shape() == like.shape(), op, ": ", name, " has shape ", g.shape(), ", expected ",
+            like.shape());
     return Tensor3<Space>(g.data(), B * H, g.dim(2), g.dim(3));
   };
   const auto gq = grad("dQ", dq, q), gk = grad("dK", dk, k), gv = grad("dV", dv, v);

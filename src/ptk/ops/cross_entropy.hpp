@@ -26,12 +26,12 @@ void check_targets(const char* op, const Tensor<Space>& logits, const Ids<Space>
   check_tensor(op, "logits", logits, 1, INT_MAX);
   const auto rows = logits.numel() / logits.dim(-1);
   require(static_cast<std::int64_t>(targets.extent(0)) == rows, op, ": ", targets.extent(0),
-          " targets for logits of shape ", to_string(logits.shape()), " (", rows, " rows)");
+          " targets for logits of shape ", logits.shape(), " (", rows, " rows)");
   if (checked == IdsChecked::yes) return;
   const auto vocab = logits.dim(-1);
   const auto bad = first_bad_index<Space>(targets, static_cast<int>(vocab), ignore_index);
   require(bad < 0, op, ": target ", bad < 0 ? 0 : index_at<Space>(targets, bad), " at row ", bad, " is outside [0, ",
-          vocab, ") and is not ignore_index ", ignore_index, " (logits shape ", to_string(logits.shape()), ")");
+          vocab, ") and is not ignore_index ", ignore_index, " (logits shape ", logits.shape(), ")");
 }
 }  // namespace detail
 
@@ -57,13 +57,13 @@ void cross_entropy_backward(const Tensor<Space>& dlogits, const Tensor<Space>& d
                             const Tensor<Space>& lse, const Ids<Space>& targets, const Ids<Space>& counted,
                             int ignore_index = -100, IdsChecked checked = IdsChecked::no) {
   detail::check_targets<Space>("cross_entropy_backward", logits, targets, ignore_index, checked);
-  require(dloss.numel() == 1, "cross_entropy_backward: dloss has shape ", to_string(dloss.shape()), "; it must hold one value");
+  require(dloss.numel() == 1, "cross_entropy_backward: dloss has shape ", dloss.shape(), "; it must hold one value");
   require(counted.extent(0) == 1, "cross_entropy_backward: counted has ", counted.extent(0), " values; it must hold one");
-  require(dlogits.shape() == logits.shape(), "cross_entropy_backward: dlogits has shape ", to_string(dlogits.shape()),
-          " but logits has shape ", to_string(logits.shape()));
+  require(dlogits.shape() == logits.shape(), "cross_entropy_backward: dlogits has shape ", dlogits.shape(),
+          " but logits has shape ", logits.shape());
   check_tensor("cross_entropy_backward", "lse", lse, 1, INT_MAX);
   require(lse.numel() == logits.numel() / logits.dim(-1), "cross_entropy_backward: lse has shape ",
-          to_string(lse.shape()), " but logits of shape ", to_string(logits.shape()), " have ",
+          lse.shape(), " but logits of shape ", logits.shape(), " have ",
           logits.numel() / logits.dim(-1), " rows");
   kernels::cross_entropy_backward<Space>(dlogits.rows(), dloss.flat(), logits.rows(), lse.flat(), targets, ignore_index,
                                          counted);

@@ -21,8 +21,8 @@ template <class Space>
 void check_cache(const char* op, const Tensor<Space>& k_cache, const Tensor<Space>& v_cache) {
   check_tensor(op, "K cache", k_cache, 4, 4);
   check_tensor(op, "V cache", v_cache, 4, 4);
-  require(k_cache.shape() == v_cache.shape(), op, ": the K cache ", to_string(k_cache.shape()), " and the V cache ",
-          to_string(v_cache.shape()), " must have the same shape [B,Hkv,Tmax,D]");
+  require(k_cache.shape() == v_cache.shape(), op, ": the K cache ", k_cache.shape(), " and the V cache ",
+          v_cache.shape(), " must have the same shape [B,Hkv,Tmax,D]");
 }
 }  // namespace detail
 
@@ -35,7 +35,7 @@ AttentionOutputs<Space> decode_attention(const Tensor<Space>& q, const Tensor<Sp
   const char* op = "decode_attention";
   check_tensor(op, "Q", q, 4, 4);
   detail::check_cache(op, k_cache, v_cache);
-  const auto shapes = "Q " + to_string(q.shape()) + ", K cache " + to_string(k_cache.shape());
+  const auto shapes = lazy([&] { return "Q " + to_string(q.shape()) + ", K cache " + to_string(k_cache.shape()); });
   const auto B = q.dim(0), Hq = q.dim(1), Tq = q.dim(2), D = q.dim(3), Hkv = k_cache.dim(1), Tmax = k_cache.dim(2);
   require(k_cache.dim(0) == B && k_cache.dim(3) == D, op, ": Q [B,Hq,Tq,D] and the cache [B,Hkv,Tmax,D] must agree in B and D, got ",
           shapes);
@@ -68,7 +68,7 @@ void kv_cache_append(const Tensor<Space>& cache, const Tensor<Space>& rows, std:
   check_tensor(op, "cache", cache, 4, 4);
   check_tensor(op, "rows", rows, 3, 3);
   const auto B = cache.dim(0), H = cache.dim(1), Tmax = cache.dim(2), D = cache.dim(3), Tn = rows.dim(1);
-  const auto shapes = "cache " + to_string(cache.shape()) + ", rows " + to_string(rows.shape());
+  const auto shapes = lazy([&] { return "cache " + to_string(cache.shape()) + ", rows " + to_string(rows.shape()); });
   require(rows.dim(0) == B, op, ": the rows' batch differs from the cache's: ", shapes);
   require(offset >= 0 && offset + H * D <= rows.dim(2), op, ": columns [", offset, ", ", offset + H * D,
           ") of the rows hold the heads, but the rows have ", rows.dim(2), " columns (", shapes, ")");

@@ -16,11 +16,11 @@ void check_embedding_ids(const char* op, const ConstIndexVector<Space>& ids, Sha
   require(n > 0, op, ": ids is empty");
   require(n <= INT_MAX, op, ": ", n, " ids; ptk kernels index with 32-bit ints");
   if (ids_shape.empty()) ids_shape = {n};
-  require(element_count(ids_shape) == n, op, ": ids_shape ", to_string(ids_shape), " does not hold the ", n, " ids");
+  require(element_count(ids_shape) == n, op, ": ids_shape ", ids_shape, " does not hold the ", n, " ids");
   if (checked == IdsChecked::yes) return;
   const auto bad = first_bad_index<Space>(ids, static_cast<int>(vocab), static_cast<int>(vocab));
   require(bad < 0, op, ": token id ", bad < 0 ? 0 : index_at<Space>(ids, bad), " at position ", bad,
-          " is outside [0, ", vocab, ") (table shape ", to_string(table_shape), ")");
+          " is outside [0, ", vocab, ") (table shape ", table_shape, ")");
 }
 }  // namespace detail
 
@@ -48,8 +48,8 @@ void embedding_backward(const Tensor<Space>& dtable, const Tensor<Space>& dout, 
   Shape ids_shape;
   detail::check_embedding_ids<Space>("embedding_backward", ids, ids_shape, dtable.dim(0), dtable.shape(), checked);
   require(dout.dim(-1) == dtable.dim(1) && dout.numel() / dout.dim(-1) == static_cast<std::int64_t>(ids.extent(0)),
-          "embedding_backward: dout has shape ", to_string(dout.shape()), " but ", ids.extent(0),
-          " ids and dtable shape ", to_string(dtable.shape()), " need ", ids.extent(0), " rows of ", dtable.dim(1));
+          "embedding_backward: dout has shape ", dout.shape(), " but ", ids.extent(0),
+          " ids and dtable shape ", dtable.shape(), " need ", ids.extent(0), " rows of ", dtable.dim(1));
   if (order.extent(0) == 0) {
     kernels::embedding_backward<Space>(dtable.rows(), dout.rows(), ids);
   } else {

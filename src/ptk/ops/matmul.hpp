@@ -51,8 +51,8 @@ void matmul_accumulate(const Tensor<Space>& c, const Tensor<Space>& a, const Ten
                        MatmulImpl impl = MatmulImpl::portable) {
   const Shape c_shape = detail::matmul_shape("matmul_accumulate", a, b, trans_a, trans_b);
   check_tensor("matmul_accumulate", "C", c, 2, 3);
-  require(c.shape() == c_shape, "matmul_accumulate: C has shape ", to_string(c.shape()), ", op(A) · op(B) has ",
-          to_string(c_shape));
+  require(c.shape() == c_shape, "matmul_accumulate: C has shape ", c.shape(), ", op(A) · op(B) has ",
+          c_shape);
   kernels::matmul_forward<Space>(c.batched_matrices(), a.batched_matrices(), b.batched_matrices(), trans_a, trans_b,
                                  alpha, beta, impl);
 }
@@ -65,14 +65,14 @@ void matmul_backward(const Tensor<Space>& da, const Tensor<Space>& db, const Ten
                      const Tensor<Space>& b, bool trans_a = false, bool trans_b = false) {
   const Shape c_shape = detail::matmul_shape("matmul_backward", a, b, trans_a, trans_b);
   check_tensor("matmul_backward", "dC", dc, 2, 3);
-  require(dc.shape() == c_shape, "matmul_backward: dC has shape ", to_string(dc.shape()), ", op(A) · op(B) has ",
-          to_string(c_shape));
+  require(dc.shape() == c_shape, "matmul_backward: dC has shape ", dc.shape(), ", op(A) · op(B) has ",
+          c_shape);
   if (da.defined())
-    require(da.shape() == a.shape(), "matmul_backward: dA has shape ", to_string(da.shape()), " but A has shape ",
-            to_string(a.shape()));
+    require(da.shape() == a.shape(), "matmul_backward: dA has shape ", da.shape(), " but A has shape ",
+            a.shape());
   if (db.defined())
-    require(db.shape() == b.shape(), "matmul_backward: dB has shape ", to_string(db.shape()), " but B has shape ",
-            to_string(b.shape()));
+    require(db.shape() == b.shape(), "matmul_backward: dB has shape ", db.shape(), " but B has shape ",
+            b.shape());
   kernels::matmul_backward<Space>(da.defined() ? da.batched_matrices() : Tensor3<Space>(),
                                   db.defined() ? db.batched_matrices() : Tensor3<Space>(), dc.batched_matrices(),
                                   a.batched_matrices(), b.batched_matrices(), trans_a, trans_b);

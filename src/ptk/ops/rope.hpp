@@ -40,7 +40,7 @@ RopeTables<Space> rope_tables(std::int64_t T, std::int64_t D, std::int64_t pos_o
 template <class Space>
 void check_rope(const char* op, const char* name, const Tensor<Space>& x, std::int64_t pos_offset, float base) {
   check_tensor(op, name, x, 4, 4);
-  require(x.dim(3) % 2 == 0, op, ": the last dimension D of ", name, " must be even, got shape ", to_string(x.shape()));
+  require(x.dim(3) % 2 == 0, op, ": the last dimension D of ", name, " must be even, got shape ", x.shape());
   require(pos_offset >= 0, op, ": pos_offset must be >= 0, got ", pos_offset);
   require(std::isfinite(base) && base > 0.0f, op, ": base must be a positive number, got ", base);
 }
@@ -71,8 +71,8 @@ template <class Space>
 void rope_backward(const Tensor<Space>& dx, const Tensor<Space>& dout, std::int64_t pos_offset = 0,
                    float base = 10000.0f, RopeLayout layout = RopeLayout::bthd) {
   detail::check_rope("rope_backward", "dout", dout, pos_offset, base);
-  require(dx.shape() == dout.shape(), "rope_backward: dx has shape ", to_string(dx.shape()), " but dout has shape ",
-          to_string(dout.shape()));
+  require(dx.shape() == dout.shape(), "rope_backward: dx has shape ", dx.shape(), " but dout has shape ",
+          dout.shape());
   const auto tables = detail::rope_tables<Space>(detail::rope_positions(dout.shape(), layout), dout.dim(3), pos_offset, base);
   kernels::rope_backward<Space>(detail::rope_view(dx, layout), detail::rope_view(dout, layout), tables.cos, tables.sin);
 }

@@ -27,11 +27,11 @@ Tensor<Space> sample(const IndexVector<Space>& tokens, const Tensor<Space>& logi
   check_sampling(params);
   const auto rows = logits.numel() / logits.dim(-1);
   require(static_cast<std::int64_t>(u.size()) == rows, "sample: ", u.size(), " uniform draws for ", rows,
-          " rows of logits (shape ", to_string(logits.shape()), ")");
+          " rows of logits (shape ", logits.shape(), ")");
   for (std::size_t b = 0; b < u.size(); ++b)
     require(u[b] >= 0.0f && u[b] < 1.0f, "sample: draw ", b, " is ", u[b], ", outside [0, 1)");
   require(static_cast<std::int64_t>(tokens.extent(0)) == rows, "sample: the token buffer holds ", tokens.extent(0),
-          " ids for ", rows, " rows of logits (shape ", to_string(logits.shape()), ")");
+          " ids for ", rows, " rows of logits (shape ", logits.shape(), ")");
   auto probs = Tensor<Space>::uninitialized(logits.shape(), "ptk::sample_probs");
   const auto draws = Tensor<Space>::from_host({rows}, u);
   kernels::sample<Space>(tokens, probs.rows(), logits.rows(), draws.flat(), params);

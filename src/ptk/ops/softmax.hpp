@@ -10,7 +10,7 @@ template <class Space>
 Tensor<Space> softmax(const Tensor<Space>& x, float scale = 1.0f, bool causal = false) {
   check_tensor("softmax", "X", x, causal ? 2 : 1, INT_MAX);
   require(!causal || x.dim(-1) == x.dim(-2), "softmax: causal needs the last two dimensions square, got shape ",
-          to_string(x.shape()));
+          x.shape());
   auto y = Tensor<Space>::uninitialized(x.shape(), "ptk::softmax");
   kernels::softmax_forward<Space>(y.rows(), x.rows(), scale, causal);
   return y;
