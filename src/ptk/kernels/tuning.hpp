@@ -2,7 +2,7 @@
 // Every per-space choice of every kernel, and nothing else: how rows, GEMM tiles, attention tiles
 // and column sums map onto a team, side by side for the host and for a GPU. A kernel takes its
 // tuning as a template parameter (`class Tune = Tuning<Space>`, the space's own); Tune::rows,
-// Tune::matmul, Tune::attention and Tune::columns are its geometries. Measurements behind the host
+// Tune::matmul, Tune::decode, Tune::attention and Tune::columns are its geometries. Measurements behind the host
 // numbers are in docs/design.md and docs/benchmarks.md; the GPU mapping is explained there too.
 //
 // Test builds define PTK_GPU_GEOMETRY_ON_HOST (the ptk_tests_gpu_geometry suite): OpenMP then
@@ -100,6 +100,31 @@ struct GpuMatmul {
   static_assert(threads % team_size == 0 && chunk % slab == 0, "GpuMatmul: inconsistent tiles");
 };
 
+// ---- Decode matmul (matmul_decode.hpp): y[R,N] = x[R,K] · W[N,K]ᵀ for R <= 8 rows ----------------
+// Bound by reading W once. A team owns `rows_per_team` rows n of W; TeamThreadRange hands each to
+// one thread, whose `vector_length` lanes stream it over K, each lane keeping `lanes` partial sums
+// per row of x (k = block + l * vector_length + v, as the row ops). Host: a team is one thread, 32
+// slots (two AVX-512 registers) per x row, so R = 8 keeps 16 accumulators and each loaded W vector
+// feeds 8 FMAs; 16 W rows a team leave 64 teams at N = 1024 for dynamic scheduling. GPU: a warp per
+// W row (coalesced loads), 4 slots a lane for independent FMA chains, 4 warps a block.
+struct HostDecode {
+  static constexpr bool host = true;
+  static constexpr int rows_per_team = 16;
+  static constexpr int team_size = 1;
+  static constexpr int vector_length = 1;
+  static constexpr int lanes = 32;
+  static constexpr int prefetch_distance = 1024;  // floats ahead of the W row (4 KB), as the row ops
+};
+
+struct GpuDecode {
+  static constexpr bool host = false;
+  static constexpr int rows_per_team = 4;
+  static constexpr int team_size = 4;
+  static constexpr int vector_length = 32;
+  static constexpr int lanes = 4;
+  static constexpr int prefetch_distance = 0;
+};
+
 // ---- Attention (attention_forward.hpp, attention_backward.hpp) --------------------------------------
 // A team owns `query_rows` rows of one head and streams the head's keys through team scratch
 // `key_rows` at a time; a thread owns micro_rows x micro_cols micro-tiles of each product.
@@ -192,6 +217,7 @@ struct HostTuning {
   static constexpr bool host = true;
   using rows = HostRows;
   using matmul = HostMatmul;
+  using decode = HostDecode;
   using attention = HostAttention;
   using columns = HostColumns;
 };
@@ -203,6 +229,7 @@ struct GpuTuning {
   static constexpr int max_team = MaxTeam;
   using rows = GpuRows;
   using matmul = GpuMatmul<MaxTeam>;
+  using decode = GpuDecode;
   using attention = GpuAttention<MaxTeam>;
   using columns = GpuColumns;
 };
