@@ -5,6 +5,7 @@
 
 #include <cstddef>
 
+#include "ptk/core/compat.hpp"
 #include "ptk/core/tensor.hpp"
 #include "ptk/kernels/compensated.hpp"
 #include "ptk/kernels/memory_hints.hpp"
@@ -24,30 +25,42 @@ struct RowDots {
   }
 };
 
-// Σ_k x[r,k] · w[k] for every row r, over the k of vector lane v (Tune::decode in tuning.hpp): each
-// block loads L values of w once and feeds them to all R rows' plain fp32 partial sums (R·L
-// accumulators, independent FMA chains), which are then summed pairwise. x rows lie `ldx` apart.
-template <int R, class Traits>
-KOKKOS_INLINE_FUNCTION RowDots<R> lane_dots(const float* x, std::size_t ldx, const float* w, int K, int v) {
+// Σ_k x[r,k] · w[j,k] for every row r of x and each of J consecutive rows j of W (ldw apart), over
+// the k of vector lane v (Tune::decode in tuning.hpp): each block loads L values of every W row and
+// L of every x row once, and feeds them to R·J·L plain fp32 partial sums (independent FMA chains),
+// which are then summed pairwise; dot (r, j) is at r·J + j. x rows lie `ldx` apart.
+template <int R, int J, class Traits>
+KOKKOS_INLINE_FUNCTION RowDots<R * J> lane_dots(const float* x, std::size_t ldx, const float* w, std::size_t ldw,
+                                                int K, int v) {
   constexpr int L = Traits::lanes, V = Traits::vector_length, W = L * V;
-  float acc[R][L] = {};
+  float acc[R * J][L] = {};
   const int full = K / W * W;
   for (int b = 0; b < full; b += W) {
-    prefetch_block<Traits, W>(w, nullptr, b, true);
-    float wv[L];
-    for (int l = 0; l < L; ++l) wv[l] = w[b + l * V + v];
+    float wv[J][L];
+    PTK_UNROLL_NEST
+    for (int j = 0; j < J; ++j) {
+      // Row pointers first: an int offset added to j * ldw could wrap, so g++ would not prove the
+      // l-loads consecutive and assembled each vector from 16 scalar loads.
+      const float* wj = w + j * ldw;
+      prefetch_block<Traits, W>(wj, nullptr, b, true);
+      for (int l = 0; l < L; ++l) wv[j][l] = wj[b + l * V + v];
+    }
+    PTK_UNROLL_NEST
     for (int r = 0; r < R; ++r) {
       const float* xr = x + r * ldx + b + v;
-      for (int l = 0; l < L; ++l) acc[r][l] += xr[l * V] * wv[l];
+      PTK_UNROLL_NEST
+      for (int j = 0; j < J; ++j)
+        for (int l = 0; l < L; ++l) acc[r * J + j][l] += xr[l * V] * wv[j][l];
     }
   }
   for (int l = 0; l < L; ++l) {
     const int k = full + l * V + v;
     if (k < K)
-      for (int r = 0; r < R; ++r) acc[r][l] += x[r * ldx + k] * w[k];
+      for (int r = 0; r < R; ++r)
+        for (int j = 0; j < J; ++j) acc[r * J + j][l] += x[r * ldx + k] * w[j * ldw + k];
   }
-  RowDots<R> dots;
-  for (int r = 0; r < R; ++r) dots.v[r] = tree_sum(acc[r]);
+  RowDots<R * J> dots;
+  for (int i = 0; i < R * J; ++i) dots.v[i] = tree_sum(acc[i]);
   return dots;
 }
 
@@ -55,25 +68,41 @@ template <int R, class Space, class Tune>
 struct MatmulDecode {
   using Team = typename Kokkos::TeamPolicy<Space>::member_type;
   using Traits = typename Tune::decode;
+  static constexpr int J = Traits::w_rows(R);  // W rows a thread takes together
   Matrix<Space> y;       // [R, N]
   ConstMatrix<Space> x;  // [R, K]
   ConstMatrix<Space> w;  // [N, K]
   float alpha, beta;
 
+  // y[r, n .. n + Jn) from the dots of W rows n .. n + Jn.
+  template <int Jn>
+  KOKKOS_INLINE_FUNCTION void rows(const Team& team, int n) const {
+    const int K = static_cast<int>(w.extent(1));
+    RowDots<R * Jn> dots;
+    Kokkos::parallel_reduce(
+        Kokkos::ThreadVectorRange(team, Traits::vector_length),
+        [&](int v, RowDots<R * Jn>& total) {
+          total.merge(lane_dots<R, Jn, Traits>(x.data(), x.extent(1), &w(n, 0), w.extent(1), K, v));
+        },
+        Merge<RowDots<R * Jn>>(dots));
+    Kokkos::single(Kokkos::PerThread(team), [&]() {
+      for (int r = 0; r < R; ++r)
+        for (int j = 0; j < Jn; ++j) {
+          const float d = alpha * dots.v[r * Jn + j];
+          y(r, n + j) = beta == 0.0f ? d : d + beta * y(r, n + j);
+        }
+    });
+  }
+
+  // A team's W rows: groups of J, then the rest one at a time.
   KOKKOS_INLINE_FUNCTION void operator()(const Team& team) const {
-    const int N = static_cast<int>(w.extent(0)), K = static_cast<int>(w.extent(1));
+    const int N = static_cast<int>(w.extent(0));
     const int first = team.league_rank() * Traits::rows_per_team;
-    const int last = first + Traits::rows_per_team < N ? first + Traits::rows_per_team : N;
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, first, last), [&](int n) {
-      const float* wn = &w(n, 0);
-      RowDots<R> dots;
-      Kokkos::parallel_reduce(
-          Kokkos::ThreadVectorRange(team, Traits::vector_length),
-          [&](int v, RowDots<R>& total) { total.merge(lane_dots<R, Traits>(x.data(), x.extent(1), wn, K, v)); },
-          Merge<RowDots<R>>(dots));
-      Kokkos::single(Kokkos::PerThread(team), [&]() {
-        for (int r = 0; r < R; ++r) y(r, n) = beta == 0.0f ? alpha * dots.v[r] : alpha * dots.v[r] + beta * y(r, n);
-      });
+    const int count = (first + Traits::rows_per_team < N ? first + Traits::rows_per_team : N) - first;
+    const int groups = count / J, singles = count - groups * J;
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, groups + singles), [&](int g) {
+      if (g < groups) this->template rows<J>(team, first + g * J);
+      else this->template rows<1>(team, first + groups * J + (g - groups));
     });
   }
 };

@@ -101,19 +101,24 @@ struct GpuMatmul {
 };
 
 // ---- Decode matmul (matmul_decode.hpp): y[R,N] = x[R,K] · W[N,K]ᵀ for R <= 8 rows ----------------
-// Bound by reading W once. A team owns `rows_per_team` rows n of W; TeamThreadRange hands each to
-// one thread, whose `vector_length` lanes stream it over K, each lane keeping `lanes` partial sums
-// per row of x (k = block + l * vector_length + v, as the row ops). Host: a team is one thread, 32
-// slots (two AVX-512 registers) per x row, so R = 8 keeps 16 accumulators and each loaded W vector
-// feeds 8 FMAs; 16 W rows a team leave 64 teams at N = 1024 for dynamic scheduling. GPU: a warp per
-// W row (coalesced loads), 4 slots a lane for independent FMA chains, 4 warps a block.
+// Bound by reading W once. A team owns `rows_per_team` rows n of W; TeamThreadRange hands each
+// thread a group of J = w_rows(R) of them, whose `vector_length` lanes stream them over K, each lane
+// keeping `lanes` partial sums per (x row, W row) pair (k = block + l * vector_length + v, as the row
+// ops): every W vector loaded feeds R FMAs and every x vector J. Host: a team is one thread, 16
+// slots (one AVX-512 register) a pair; 16 W rows a team leave 64 teams at N = 1024 for dynamic
+// scheduling. J was measured per R on the 2-vCPU EPYC (docs/benchmarks.md, "Decode matmul"): R = 1
+// needs J = 4 (4 independent FMA chains: 37 GB/s against 16 with J = 1), R = 8 takes J = 2 (16
+// accumulators: 15-18 against 10-12 GB/s), and R = 4 fell to 3-6 GB/s with J = 2 or 4 (g++ then
+// assembles the vectors through the stack), so the other R keep J = 1. GPU: a warp per W row
+// (coalesced loads), 4 slots a lane for independent FMA chains, 4 warps a block (not yet measured).
 struct HostDecode {
   static constexpr bool host = true;
   static constexpr int rows_per_team = 16;
   static constexpr int team_size = 1;
   static constexpr int vector_length = 1;
-  static constexpr int lanes = 32;
-  static constexpr int prefetch_distance = 1024;  // floats ahead of the W row (4 KB), as the row ops
+  static constexpr int lanes = 16;
+  static constexpr int w_rows(int R) { return R == 1 ? 4 : R == 8 ? 2 : 1; }
+  static constexpr int prefetch_distance = 1024;  // floats ahead of each W row (4 KB), as the row ops
 };
 
 struct GpuDecode {
@@ -122,6 +127,7 @@ struct GpuDecode {
   static constexpr int team_size = 4;
   static constexpr int vector_length = 32;
   static constexpr int lanes = 4;
+  static constexpr int w_rows(int) { return 1; }
   static constexpr int prefetch_distance = 0;
 };
 
