@@ -26,8 +26,9 @@ enum class Rate { gflops, gbytes };
 // Registers `body` (which runs one iteration, asynchronously on a GPU) under family/impl/shape and
 // times it with a fence after every iteration; `amount` is FLOPs or bytes per iteration.
 // `setup` runs once before timing and returns the body, so buffers live only while it runs.
+// `flops` > 0 on a GB/s entry adds a "GFLOPs" counter (GFLOP/s, named so that the report keeps GB/s).
 void add(const std::string& family, const std::string& impl, const std::string& shape, Rate rate, double amount,
-         std::function<std::function<void()>()> setup);
+         std::function<std::function<void()>()> setup, double flops = 0);
 
 // The bandwidth ceiling for a family's shape: Kokkos::deep_copy of `bytes / 2` bytes (a parallel
 // memcpy on the host, a device-to-device copy on a GPU), reported as read + write = `bytes`.
@@ -43,6 +44,7 @@ inline Tensor<Space> random_tensor(Shape shape, std::uint32_t seed, float lo = -
 }
 
 void register_matmul();
+void register_matmul_decode();
 void register_softmax();
 void register_layernorm();
 void register_rmsnorm();

@@ -20,7 +20,7 @@ Sweep& sweep() {
 }
 
 void add(const std::string& family, const std::string& impl, const std::string& shape, Rate rate, double amount,
-         std::function<std::function<void()>()> setup) {
+         std::function<std::function<void()>()> setup, double flops) {
   const auto name = family + "/" + impl + "/" + shape;
   auto* b = benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& state) {
     const auto body = setup();
@@ -32,6 +32,7 @@ void add(const std::string& family, const std::string& impl, const std::string& 
     }
     state.counters[rate == Rate::gflops ? "GFLOP/s" : "GB/s"] =
         benchmark::Counter(amount / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+    if (flops > 0) state.counters["GFLOPs"] = benchmark::Counter(flops / 1e9, benchmark::Counter::kIsIterationInvariantRate);
   });
   b->UseRealTime()->Unit(benchmark::kMillisecond)->MinWarmUpTime(sweep().quick ? 0.03 : 0.1)->MinTime(sweep().quick ? 0.1 : 0.5);
 }
@@ -107,6 +108,7 @@ int main(int argc, char** argv) {
     benchmark::AddCustomContext("openblas_coretype_inherited", core);
 
   ptk::bench::register_matmul();
+  ptk::bench::register_matmul_decode();
   ptk::bench::register_softmax();
   ptk::bench::register_layernorm();
   ptk::bench::register_rmsnorm();

@@ -81,7 +81,8 @@ int main(int argc, char** argv) {
     // `info` reports without Kokkos and `op` refuses with one line, exit 2.
     if (ptk::runtime::gpu_build_without_gpu()) {
       if (command == "info") return ptk::tools::info_command(args, /*kokkos_started=*/false);
-      const bool help = !args.empty() && (args[0] == "--help" || args[0] == "-h");
+      const bool help = !args.empty() && (args[0] == "--help" || args[0] == "-h" ||
+                                          (command == "op" && args[0] == "--list"));
       if (help && command == "op") return ptk::tools::op_command(args);  // no Kokkos
       if (help && command == "train") return ptk::tools::train_command(args);
       if (help && command == "generate") return ptk::tools::generate_command(args);

@@ -24,6 +24,22 @@
 #define PTK_UNROLL
 #endif
 
+// A small fixed-trip loop nest fully unrolled on every compiler: g++ keeps an accumulator array
+// indexed by the loop variables in registers only when the nest is unrolled, which it does not do
+// unasked for an outer loop (matmul_decode's x rows: without it every FMA went through the stack).
+// nvcc's and hipcc's host passes get no pragma (only the device pass needs registers there).
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
+#define PTK_UNROLL_NEST _Pragma("unroll")
+#elif defined(__CUDACC__) || defined(__HIPCC__)
+#define PTK_UNROLL_NEST
+#elif defined(__clang__)
+#define PTK_UNROLL_NEST _Pragma("unroll")
+#elif defined(__GNUC__)
+#define PTK_UNROLL_NEST _Pragma("GCC unroll 16")
+#else
+#define PTK_UNROLL_NEST
+#endif
+
 namespace ptk {
 
 // Does execution space Space run on the host CPU? Asked of the execution space (can it reach

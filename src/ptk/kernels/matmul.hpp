@@ -9,6 +9,7 @@
 
 #include "ptk/core/tensor.hpp"
 #include "ptk/kernels/matmul_blocked.hpp"
+#include "ptk/kernels/matmul_decode.hpp"
 #include "ptk/kernels/matmul_register_tiled.hpp"
 #include "ptk/kernels/tuning.hpp"
 
@@ -20,7 +21,8 @@ enum class MatmulImpl {
 };
 
 // c = alpha · op(a) · op(b) + beta · c (beta = 0: c is only written). The portable kernel is the
-// one Tune::matmul names (tuning.hpp): the host's cache-blocked GEMM or the GPU's register-tiled one.
+// decode kernel (matmul_decode.hpp) for a few rows against a shared [N,K] weight (decode_applies),
+// else the GEMM Tune::matmul names (tuning.hpp): the host's cache-blocked one or the GPU's register-tiled one.
 template <class Space, class Tune = Tuning<Space>>
 void matmul_forward(const Tensor3<Space>& c, const ConstTensor3<Space>& a, const ConstTensor3<Space>& b,
                     bool trans_a, bool trans_b, float alpha, float beta,
@@ -35,6 +37,12 @@ void matmul_forward(const Tensor3<Space>& c, const ConstTensor3<Space>& a, const
       const auto c2 = Kokkos::subview(c, batch, Kokkos::ALL, Kokkos::ALL);
       KokkosBlas::gemm(trans_a ? "T" : "N", trans_b ? "T" : "N", alpha, a2, b2, beta, c2);
     }
+    return;
+  }
+  if (decode_applies<Space>(c, a, b, trans_a, trans_b)) {
+    const int rows = batches * M, K = static_cast<int>(a.extent(2));
+    matmul_decode<Space, Tune>(Matrix<Space>(c.data(), rows, N), ConstMatrix<Space>(a.data(), rows, K),
+                               ConstMatrix<Space>(b.data(), N, K), alpha, beta);
     return;
   }
   if constexpr (Tune::matmul::register_tiled) {

@@ -2,7 +2,7 @@
 // Every per-space choice of every kernel, and nothing else: how rows, GEMM tiles, attention tiles
 // and column sums map onto a team, side by side for the host and for a GPU. A kernel takes its
 // tuning as a template parameter (`class Tune = Tuning<Space>`, the space's own); Tune::rows,
-// Tune::matmul, Tune::attention and Tune::columns are its geometries. Measurements behind the host
+// Tune::matmul, Tune::decode, Tune::attention and Tune::columns are its geometries. Measurements behind the host
 // numbers are in docs/design.md and docs/benchmarks.md; the GPU mapping is explained there too.
 //
 // Test builds define PTK_GPU_GEOMETRY_ON_HOST (the ptk_tests_gpu_geometry suite): OpenMP then
@@ -98,6 +98,37 @@ struct GpuMatmul {
   static constexpr int chunk = 256;  // k-steps summed in the chunk registers (a multiple of slab)
   static constexpr int launch_min_blocks = 2;
   static_assert(threads % team_size == 0 && chunk % slab == 0, "GpuMatmul: inconsistent tiles");
+};
+
+// ---- Decode matmul (matmul_decode.hpp): y[R,N] = x[R,K] · W[N,K]ᵀ for R <= 8 rows ----------------
+// Bound by reading W once. A team owns `rows_per_team` rows n of W; TeamThreadRange hands each
+// thread a group of J = w_rows(R) of them, whose `vector_length` lanes stream them over K, each lane
+// keeping `lanes` partial sums per (x row, W row) pair (k = block + l * vector_length + v, as the row
+// ops): every W vector loaded feeds R FMAs and every x vector J. Host: a team is one thread, 16
+// slots (one AVX-512 register) a pair; 16 W rows a team leave 64 teams at N = 1024 for dynamic
+// scheduling. J was measured per R on the 2-vCPU EPYC (docs/benchmarks.md, "Decode matmul"): R = 1
+// needs J = 4 (4 independent FMA chains: 37 GB/s against 16 with J = 1), R = 8 takes J = 2 (16
+// accumulators: 15-18 against 10-12 GB/s), and R = 4 fell to 3-6 GB/s with J = 2 or 4 (g++ then
+// assembles the vectors through the stack), so the other R keep J = 1. GPU: a warp per W row
+// (coalesced loads), 4 slots a lane for independent FMA chains, 4 warps a block (not yet measured).
+struct HostDecode {
+  static constexpr bool host = true;
+  static constexpr int rows_per_team = 16;
+  static constexpr int team_size = 1;
+  static constexpr int vector_length = 1;
+  static constexpr int lanes = 16;
+  static constexpr int w_rows(int R) { return R == 1 ? 4 : R == 8 ? 2 : 1; }
+  static constexpr int prefetch_distance = 1024;  // floats ahead of each W row (4 KB), as the row ops
+};
+
+struct GpuDecode {
+  static constexpr bool host = false;
+  static constexpr int rows_per_team = 4;
+  static constexpr int team_size = 4;
+  static constexpr int vector_length = 32;
+  static constexpr int lanes = 4;
+  static constexpr int w_rows(int) { return 1; }
+  static constexpr int prefetch_distance = 0;
 };
 
 // ---- Attention (attention_forward.hpp, attention_backward.hpp) --------------------------------------
@@ -229,6 +260,7 @@ struct HostTuning {
   static constexpr bool host = true;
   using rows = HostRows;
   using matmul = HostMatmul;
+  using decode = HostDecode;
   using attention = HostAttention;
   using decode_attention = HostDecodeAttention;
   using sampling = HostSampling;
@@ -242,6 +274,7 @@ struct GpuTuning {
   static constexpr int max_team = MaxTeam;
   using rows = GpuRows;
   using matmul = GpuMatmul<MaxTeam>;
+  using decode = GpuDecode;
   using attention = GpuAttention<MaxTeam>;
   using decode_attention = GpuDecodeAttention<MaxTeam>;
   using sampling = GpuSampling<MaxTeam>;

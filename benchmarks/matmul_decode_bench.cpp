@@ -1,0 +1,67 @@
+// Decode matmul sweep: y[M,N] = x[M,K] · W[N,K]ᵀ for a decode step's few rows (M = 1, 4, 8) against
+// linear-layer weights, bound by reading W. Rate: GB/s of weight bytes (N·K·4 per product; x and y
+// are at most 1 % of them), with GFLOP/s as an extra "GFLOPs" counter (not a rate the report reads).
+// Beside it the bandwidth ceiling: Kokkos::deep_copy of a 256 MiB buffer, counted STREAM-copy style
+// as read + write (512 MiB a copy), and OpenBLAS sgemv (M = 1) and sgemm (W transposed) on the same
+// shapes, with the threads OpenBLAS is given (OPENBLAS_NUM_THREADS, else OMP_NUM_THREADS).
+#include <cblas.h>
+
+#include <array>
+#include <memory>
+#include <vector>
+
+#include "bench_common.hpp"
+#include "ptk/kernels/matmul.hpp"
+
+namespace ptk::bench {
+
+namespace {
+
+void register_decode(std::int64_t M, std::int64_t N, std::int64_t K) {
+  const auto shape = "M=" + std::to_string(M) + ",N=" + std::to_string(N) + ",K=" + std::to_string(K);
+  const double weight_bytes = 4.0 * N * K, flops = 2.0 * M * N * K;
+  add("matmul_decode", "ptk", shape, Rate::gbytes, weight_bytes, [=] {
+    const auto x = random_tensor({1, M, K}, 1), w = random_tensor({1, N, K}, 2);
+    const Tensor<Space> y({1, M, N});
+    return std::function<void()>([=] {
+      kernels::matmul_forward<Space>(y.batched_matrices(), x.batched_matrices(), w.batched_matrices(), false, true);
+    });
+  }, flops);
+  struct Host {
+    std::vector<float> x, w, y;
+  };
+  const auto host_operands = [=] {
+    auto h = std::make_shared<Host>();
+    h->x.resize(static_cast<std::size_t>(M * K));
+    h->w.resize(static_cast<std::size_t>(N * K));
+    h->y.resize(static_cast<std::size_t>(M * N));
+    for (std::size_t i = 0; i < h->x.size(); ++i) h->x[i] = static_cast<float>(i % 17) / 17.0f - 0.5f;
+    for (std::size_t i = 0; i < h->w.size(); ++i) h->w[i] = static_cast<float>(i % 13) / 13.0f - 0.5f;
+    return h;
+  };
+  if (M == 1)
+    add("matmul_decode", "openblas_sgemv", shape, Rate::gbytes, weight_bytes, [=] {
+      auto h = host_operands();
+      return std::function<void()>([=] {
+        cblas_sgemv(CblasRowMajor, CblasNoTrans, N, K, 1.0f, h->w.data(), K, h->x.data(), 1, 0.0f, h->y.data(), 1);
+      });
+    }, flops);
+  add("matmul_decode", "openblas_sgemm", shape, Rate::gbytes, weight_bytes, [=] {
+    auto h = host_operands();
+    return std::function<void()>([=] {
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, h->x.data(), K, h->w.data(), K, 0.0f,
+                  h->y.data(), N);
+    });
+  }, flops);
+}
+
+}  // namespace
+
+void register_matmul_decode() {
+  add_memcpy("matmul_decode", "copy_256MiB", 2.0 * (std::size_t(256) << 20));
+  // Square layers (d = 1024, 4096) and a Llama-7B MLP down projection (in 11008, out 4096).
+  for (auto NK : std::vector<std::array<std::int64_t, 2>>{{1024, 1024}, {4096, 4096}, {4096, 11008}})
+    for (std::int64_t M : {1, 4, 8}) register_decode(M, NK[0], NK[1]);
+}
+
+}  // namespace ptk::bench

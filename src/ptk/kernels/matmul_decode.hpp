@@ -1,0 +1,151 @@
+#pragma once
+// matmul_decode: y[R,N] = alpha · x[R,K] · W[N,K]ᵀ + beta · y for a few rows R <= decode_max_rows (a decode
+// step: one token's activations a row of x, W a linear layer's weight [out, in]); beta = 0 only writes y.
+#include <Kokkos_Core.hpp>
+
+#include <cstddef>
+
+#include "ptk/core/compat.hpp"
+#include "ptk/core/tensor.hpp"
+#include "ptk/kernels/compensated.hpp"
+#include "ptk/kernels/memory_hints.hpp"
+#include "ptk/kernels/tuning.hpp"
+
+namespace ptk::kernels {
+
+// Up to this many rows of x the product is bound by reading W, and matmul_forward takes this kernel.
+constexpr int decode_max_rows = 8;
+
+// The R dot products of one row of W, merged across vector lanes by Merge (compensated.hpp).
+template <int R>
+struct RowDots {
+  float v[R] = {};
+  KOKKOS_INLINE_FUNCTION void merge(const RowDots& o) {
+    for (int r = 0; r < R; ++r) v[r] += o.v[r];
+  }
+};
+
+// Σ_k x[r,k] · w[j,k] for every row r of x and each of J consecutive rows j of W (ldw apart), over
+// the k of vector lane v (Tune::decode in tuning.hpp): each block loads L values of every W row and
+// L of every x row once, and feeds them to R·J·L plain fp32 partial sums (independent FMA chains),
+// which are then summed pairwise; dot (r, j) is at r·J + j. x rows lie `ldx` apart.
+template <int R, int J, class Traits>
+KOKKOS_INLINE_FUNCTION RowDots<R * J> lane_dots(const float* x, std::size_t ldx, const float* w, std::size_t ldw,
+                                                int K, int v) {
+  constexpr int L = Traits::lanes, V = Traits::vector_length, W = L * V;
+  float acc[R * J][L] = {};
+  const int full = K / W * W;
+  for (int b = 0; b < full; b += W) {
+    float wv[J][L];
+    PTK_UNROLL_NEST
+    for (int j = 0; j < J; ++j) {
+      // Row pointers first: an int offset added to j * ldw could wrap, so g++ would not prove the
+      // l-loads consecutive and assembled each vector from 16 scalar loads.
+      const float* wj = w + j * ldw;
+      prefetch_block<Traits, W>(wj, nullptr, b, true);
+      for (int l = 0; l < L; ++l) wv[j][l] = wj[b + l * V + v];
+    }
+    PTK_UNROLL_NEST
+    for (int r = 0; r < R; ++r) {
+      const float* xr = x + r * ldx + b + v;
+      PTK_UNROLL_NEST
+      for (int j = 0; j < J; ++j)
+        for (int l = 0; l < L; ++l) acc[r * J + j][l] += xr[l * V] * wv[j][l];
+    }
+  }
+  for (int l = 0; l < L; ++l) {
+    const int k = full + l * V + v;
+    if (k < K)
+      for (int r = 0; r < R; ++r)
+        for (int j = 0; j < J; ++j) acc[r * J + j][l] += x[r * ldx + k] * w[j * ldw + k];
+  }
+  RowDots<R * J> dots;
+  for (int i = 0; i < R * J; ++i) dots.v[i] = tree_sum(acc[i]);
+  return dots;
+}
+
+template <int R, class Space, class Tune>
+struct MatmulDecode {
+  using Team = typename Kokkos::TeamPolicy<Space>::member_type;
+  using Traits = typename Tune::decode;
+  static constexpr int J = Traits::w_rows(R);  // W rows a thread takes together
+  Matrix<Space> y;       // [R, N]
+  ConstMatrix<Space> x;  // [R, K]
+  ConstMatrix<Space> w;  // [N, K]
+  float alpha, beta;
+
+  // y[r, n .. n + Jn) from the dots of W rows n .. n + Jn.
+  template <int Jn>
+  KOKKOS_INLINE_FUNCTION void rows(const Team& team, int n) const {
+    const int K = static_cast<int>(w.extent(1));
+    RowDots<R * Jn> dots;
+    Kokkos::parallel_reduce(
+        Kokkos::ThreadVectorRange(team, Traits::vector_length),
+        [&](int v, RowDots<R * Jn>& total) {
+          total.merge(lane_dots<R, Jn, Traits>(x.data(), x.extent(1), &w(n, 0), w.extent(1), K, v));
+        },
+        Merge<RowDots<R * Jn>>(dots));
+    Kokkos::single(Kokkos::PerThread(team), [&]() {
+      for (int r = 0; r < R; ++r)
+        for (int j = 0; j < Jn; ++j) {
+          const float d = alpha * dots.v[r * Jn + j];
+          y(r, n + j) = beta == 0.0f ? d : d + beta * y(r, n + j);
+        }
+    });
+  }
+
+  // A team's W rows: groups of J, then the rest one at a time.
+  KOKKOS_INLINE_FUNCTION void operator()(const Team& team) const {
+    const int N = static_cast<int>(w.extent(0));
+    const int first = team.league_rank() * Traits::rows_per_team;
+    const int count = (first + Traits::rows_per_team < N ? first + Traits::rows_per_team : N) - first;
+    const int groups = count / J, singles = count - groups * J;
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, groups + singles), [&](int g) {
+      if (g < groups) this->template rows<J>(team, first + g * J);
+      else this->template rows<1>(team, first + groups * J + (g - groups));
+    });
+  }
+};
+
+template <int R, class Space, class Tune>
+void matmul_decode_rows(const Matrix<Space>& y, const ConstMatrix<Space>& x, const ConstMatrix<Space>& w, float alpha,
+                        float beta) {
+  using Traits = typename Tune::decode;
+  // Dynamic: on a shared host a preempted thread's rows of W go to the other threads.
+  using Policy = Kokkos::TeamPolicy<Space, Kokkos::Schedule<Kokkos::Dynamic>>;
+  const int N = static_cast<int>(w.extent(0));
+  const int league = (N + Traits::rows_per_team - 1) / Traits::rows_per_team;
+  Kokkos::parallel_for("ptk::matmul_decode", Policy(league, Traits::team_size, Traits::vector_length),
+                       MatmulDecode<R, Space, Tune>{y, x, w, alpha, beta});
+}
+
+// y = alpha · x · wᵀ + beta · y for x [R, K] with 1 <= R <= decode_max_rows, w [N, K], y [R, N] (the
+// caller checks shapes). The accumulators are sized at compile time, one instantiation per R.
+template <class Space, class Tune = Tuning<Space>>
+void matmul_decode(const Matrix<Space>& y, const ConstMatrix<Space>& x, const ConstMatrix<Space>& w, float alpha = 1.0f,
+                   float beta = 0.0f) {
+  if (y.extent(0) == 0 || y.extent(1) == 0) return;
+  switch (x.extent(0)) {
+    case 1: return matmul_decode_rows<1, Space, Tune>(y, x, w, alpha, beta);
+    case 2: return matmul_decode_rows<2, Space, Tune>(y, x, w, alpha, beta);
+    case 3: return matmul_decode_rows<3, Space, Tune>(y, x, w, alpha, beta);
+    case 4: return matmul_decode_rows<4, Space, Tune>(y, x, w, alpha, beta);
+    case 5: return matmul_decode_rows<5, Space, Tune>(y, x, w, alpha, beta);
+    case 6: return matmul_decode_rows<6, Space, Tune>(y, x, w, alpha, beta);
+    case 7: return matmul_decode_rows<7, Space, Tune>(y, x, w, alpha, beta);
+    case 8: return matmul_decode_rows<8, Space, Tune>(y, x, w, alpha, beta);
+    default: Kokkos::abort("ptk::kernels::matmul_decode: x must have 1 to decode_max_rows rows");
+  }
+}
+
+// Whether matmul_forward(c, a, b, trans_a, trans_b) is a decode product: one weight shared by the
+// batch in [N,K] layout (trans_b, b's batch extent 1), a untransposed with a matrix per batch (so
+// its batch · M rows are contiguous, as are c's), and at most decode_max_rows rows in all.
+template <class Space>
+bool decode_applies(const Tensor3<Space>& c, const ConstTensor3<Space>& a, const ConstTensor3<Space>& b, bool trans_a,
+                    bool trans_b) {
+  return trans_b && !trans_a && b.extent(0) == 1 && a.extent(0) == c.extent(0) &&
+         c.extent(0) * c.extent(1) <= static_cast<std::size_t>(decode_max_rows);
+}
+
+}  // namespace ptk::kernels

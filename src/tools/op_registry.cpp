@@ -1,0 +1,305 @@
+// The registry of `ptk op` (op_registry.hpp): one entry per op. To add an op, add its entry here and
+// its row to the op table in docs/design.md.
+#include "op_registry.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cmath>
+#include <cstdlib>
+#include <optional>
+#include <utility>
+
+#include "ptk/ptk.hpp"
+
+namespace ptk::tools {
+
+Settings::Settings(const OpEntry& op, std::map<std::string, std::string> values) : op_(op), values_(std::move(values)) {}
+
+float Settings::number(const std::string& key, float fallback) const {
+  if (!has(key)) return fallback;
+  const auto& text = values_.at(key);
+  char* end = nullptr;
+  errno = 0;
+  const float v = std::strtof(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || errno == ERANGE || !std::isfinite(v))
+    throw UsageError{"op " + op_.name + ": " + key + " must be a finite number, got '" + text + "'"};
+  return v;
+}
+
+bool Settings::flag(const std::string& key) const {
+  if (!has(key)) return false;
+  const auto& text = values_.at(key);
+  if (text != "0" && text != "1") throw UsageError{"op " + op_.name + ": " + key + " must be 0 or 1, got '" + text + "'"};
+  return text == "1";
+}
+
+std::string Settings::word(const std::string& key, const std::string& fallback) const {
+  return has(key) ? values_.at(key) : fallback;
+}
+
+long long Settings::integer(const std::string& key, long long fallback, long long lo, long long hi) const {
+  if (!has(key)) return fallback;
+  const auto& text = values_.at(key);
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno == ERANGE || v < lo || v > hi)
+    throw UsageError{"op " + op_.name + ": " + key + " must be an integer in [" + std::to_string(lo) + ", " +
+                     std::to_string(hi) + "], got '" + text + "'"};
+  return v;
+}
+
+std::size_t OpEntry::required_outputs() const {
+  return static_cast<std::size_t>(std::count_if(outputs.begin(), outputs.end(), [](const OpOutput& o) { return !o.optional; }));
+}
+
+const OpKey* OpEntry::key(const std::string& k) const {
+  const auto it = std::find_if(keys.begin(), keys.end(), [&](const OpKey& o) { return o.name == k; });
+  return it == keys.end() ? nullptr : &*it;
+}
+
+namespace {
+
+// What a run function sees: the float inputs on space S (undefined at index positions), the index
+// inputs on request, the settings, and `host` to bring a result back.
+template <class S>
+struct Call {
+  using Space = S;
+  const HostInputs& inputs;
+  const Settings& set;
+  std::vector<Tensor<S>> in;
+
+  IndexVector<S> ids(std::size_t i) const {  // values were range-checked when read
+    const auto& a = inputs.ids[i];
+    std::vector<int> host(a.data.size());
+    for (std::size_t j = 0; j < host.size(); ++j) host[j] = static_cast<int>(a.data[j]);
+    IndexVector<S> v("ptk::ids", host.size());
+    Kokkos::deep_copy(v, Kokkos::View<const int*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
+                             host.data(), host.size()));
+    return v;
+  }
+  static io::NpyArray host(const Tensor<S>& t) { return {t.shape(), t.to_vector()}; }
+};
+
+template <class S>
+struct SpaceTag {
+  using type = S;
+};
+
+// An entry whose run function `f(call)` is instantiated for the host and the default space.
+template <class F>
+OpEntry op(std::string name, std::vector<OpInput> inputs, std::vector<OpOutput> outputs, std::vector<OpKey> keys,
+           std::string summary, F f) {
+  const auto on = [f, inputs](auto tag) {
+    using S = typename decltype(tag)::type;
+    return OpRun([f, inputs](const HostInputs& h, const Settings& set) {
+      Call<S> call{h, set, {}};
+      for (std::size_t i = 0; i < inputs.size(); ++i)
+        call.in.push_back(inputs[i].index ? Tensor<S>() : Tensor<S>::from_host(h.arrays[i].shape, h.arrays[i].data));
+      return f(call);
+    });
+  };
+  OpRun run_host = on(SpaceTag<Kokkos::DefaultHostExecutionSpace>{});
+  OpRun run_default = on(SpaceTag<Kokkos::DefaultExecutionSpace>{});
+  return OpEntry{std::move(name), std::move(inputs), std::move(outputs), std::move(keys), std::move(summary),
+                 std::move(run_host), std::move(run_default)};
+}
+
+using Results = OpResults;
+template <class C>
+using SpaceOf = typename C::Space;
+
+const OpKey kTransA{"trans_a", "0", "A is stored transposed ([K,M])"};
+const OpKey kTransB{"trans_b", "0", "B is stored transposed ([N,K])"};
+const OpKey kEps{"eps", "1e-5", "added to the variance (mean square) before the square root"};
+const OpKey kCausal{"causal", "0", "1: position t sees positions <= t only"};
+const OpKey kAttnScale{"scale", "1/sqrt(D)", "multiplies the scores Q·Kᵀ"};
+const OpKey kIgnore{"ignore_index", "-100", "rows whose target is this are not counted"};
+const OpKey kPosOffset{"pos_offset", "0", "position of the first row (a cached prefix's length)"};
+const OpKey kBase{"base", "10000", "the rotation frequencies' base"};
+const OpKey kLayout{"layout", "bthd", "bthd ([B,T,H,D]) or bhtd ([B,H,T,D])"};
+
+ops::RopeLayout rope_layout(const Settings& set, const std::string& op) {
+  const auto layout = set.word("layout", "bthd");
+  if (layout != "bthd" && layout != "bhtd") throw UsageError{"op " + op + ": layout must be bthd or bhtd, got '" + layout + "'"};
+  return layout == "bthd" ? ops::RopeLayout::bthd : ops::RopeLayout::bhtd;
+}
+
+int ignore_index(const Settings& set) { return static_cast<int>(set.integer("ignore_index", -100, INT_MIN, INT_MAX)); }
+
+// The rope ops share their settings; rope_backward applies the inverse rotation to dY.
+template <class C>
+Results run_rope(const C& c, bool backward) {
+  const auto offset = c.set.integer("pos_offset", 0, 0, INT_MAX);
+  const auto base = c.set.number("base", 10000.0f);
+  const auto layout = rope_layout(c.set, backward ? "rope_backward" : "rope");
+  if (!backward) return {c.host(ops::rope(c.in[0], offset, base, layout))};
+  Tensor<SpaceOf<C>> dx(c.in[0].shape(), "ptk::drope");
+  ops::rope_backward(dx, c.in[0], offset, base, layout);
+  return {c.host(dx)};
+}
+
+// Backward ops write fresh gradients: a new tensor is zero-filled and the op accumulates into it.
+std::vector<OpEntry> make_registry() {
+  std::vector<OpEntry> r;
+  r.push_back(op("matmul", {{"A"}, {"B"}}, {{"C"}},
+                 {kTransA, kTransB, {"impl", "portable", "portable (ptk's kernels) or kokkos_blas (KokkosBlas::gemm)"}},
+                 "C = op(A) · op(B); A [M,K] or [B,M,K], B [K,N] or [B,K,N]; a rank-2 operand is shared by the batch",
+                 [](const auto& c) -> Results {
+                   const auto impl = c.set.word("impl", "portable");
+                   if (impl != "portable" && impl != "kokkos_blas")
+                     throw UsageError{"op matmul: impl must be portable or kokkos_blas, got '" + impl + "'"};
+                   return {c.host(ops::matmul(c.in[0], c.in[1], c.set.flag("trans_a"), c.set.flag("trans_b"),
+                                              impl == "portable" ? ops::MatmulImpl::portable : ops::MatmulImpl::kokkos_blas))};
+                 }));
+  r.push_back(op("matmul_backward", {{"A"}, {"B"}, {"dC"}}, {{"dA"}, {"dB"}}, {kTransA, kTransB},
+                 "dA, dB shaped as A, B for the upstream dC (a rank-2 operand's gradient summed over the batch)",
+                 [](const auto& c) -> Results {
+                   using S = SpaceOf<std::decay_t<decltype(c)>>;
+                   Tensor<S> da(c.in[0].shape(), "ptk::dA"), db(c.in[1].shape(), "ptk::dB");
+                   ops::matmul_backward(da, db, c.in[2], c.in[0], c.in[1], c.set.flag("trans_a"), c.set.flag("trans_b"));
+                   return {c.host(da), c.host(db)};
+                 }));
+  r.push_back(op("softmax", {{"X"}}, {{"Y"}},
+                 {{"scale", "1", "multiplies X first"}, {"causal", "0", "1: the last two dims are a square score matrix, masked above the diagonal"}},
+                 "Y = softmax(scale · X) over the last dim",
+                 [](const auto& c) -> Results {
+                   return {c.host(ops::softmax(c.in[0], c.set.number("scale", 1.0f), c.set.flag("causal")))};
+                 }));
+  r.push_back(op("softmax_backward", {{"Y"}, {"dY"}}, {{"dX"}}, {{"scale", "1", "as the forward's"}},
+                 "dX from the forward's output Y and dY (causal needs no key: masked Y are 0)",
+                 [](const auto& c) -> Results {
+                   using S = SpaceOf<std::decay_t<decltype(c)>>;
+                   Tensor<S> dx(c.in[0].shape(), "ptk::dX");
+                   ops::softmax_backward(dx, c.in[0], c.in[1], c.set.number("scale", 1.0f));
+                   return {c.host(dx)};
+                 }));
+  r.push_back(op("layernorm", {{"X"}, {"gamma"}, {"beta"}}, {{"Y"}}, {kEps},
+                 "Y = (X - mean) · rstd · gamma + beta over the last dim",
+                 [](const auto& c) -> Results {
+                   return {c.host(ops::layernorm(c.in[0], c.in[1], c.in[2], c.set.number("eps", 1e-5f)).out)};
+                 }));
+  r.push_back(op("layernorm_backward", {{"X"}, {"gamma"}, {"dY"}}, {{"dX"}, {"dgamma"}, {"dbeta"}}, {kEps},
+                 "dX, dgamma, dbeta; recomputes mean and rstd with the forward (eps as there)",
+                 [](const auto& c) -> Results {
+                   using S = SpaceOf<std::decay_t<decltype(c)>>;
+                   const auto &x = c.in[0], &gamma = c.in[1];
+                   ops::check_tensor("layernorm_backward", "X", x, 1, INT_MAX);  // before the forward's checks name "layernorm"
+                   ops::check_feature_vector("layernorm_backward", "gamma", gamma, x);
+                   Tensor<S> dx(x.shape(), "ptk::dX"), dgamma(gamma.shape(), "ptk::dgamma"), dbeta(gamma.shape(), "ptk::dbeta");
+                   const auto stats = ops::layernorm(x, gamma, Tensor<S>(gamma.shape()), c.set.number("eps", 1e-5f));
+                   ops::layernorm_backward(dx, dgamma, dbeta, c.in[2], x, gamma, stats.mean, stats.rstd);
+                   return {c.host(dx), c.host(dgamma), c.host(dbeta)};
+                 }));
+  r.push_back(op("rmsnorm", {{"X"}, {"weight"}}, {{"Y"}}, {kEps},
+                 "Y = X · rstd · weight over the last dim, rstd = 1/sqrt(mean(X²) + eps)",
+                 [](const auto& c) -> Results {
+                   return {c.host(ops::rmsnorm(c.in[0], c.in[1], c.set.number("eps", 1e-5f)).out)};
+                 }));
+  r.push_back(op("rmsnorm_backward", {{"X"}, {"weight"}, {"dY"}}, {{"dX"}, {"dweight"}}, {kEps},
+                 "dX, dweight; recomputes rstd with the forward (eps as there)",
+                 [](const auto& c) -> Results {
+                   using S = SpaceOf<std::decay_t<decltype(c)>>;
+                   const auto &x = c.in[0], &weight = c.in[1];
+                   ops::check_tensor("rmsnorm_backward", "X", x, 1, INT_MAX);
+                   ops::check_feature_vector("rmsnorm_backward", "weight", weight, x);
+                   Tensor<S> dx(x.shape(), "ptk::dX"), dweight(weight.shape(), "ptk::dweight");
+                   const auto stats = ops::rmsnorm(x, weight, c.set.number("eps", 1e-5f));
+                   ops::rmsnorm_backward(dx, dweight, c.in[2], x, weight, stats.rstd);
+                   return {c.host(dx), c.host(dweight)};
+                 }));
+  r.push_back(op("attention", {{"Q"}, {"K"}, {"V"}}, {{"O"}, {"lse", true}}, {kCausal, kAttnScale},
+                 "O = softmax(scale · Q·Kᵀ) · V per head, Q [B,H,T,D], K and V [B,H,S,D]; lse: each row's log-sum-exp",
+                 [](const auto& c) -> Results {
+                   const auto scale = c.set.has("scale") ? std::optional<float>(c.set.number("scale", 0)) : std::nullopt;
+                   const auto fwd = ops::attention(c.in[0], c.in[1], c.in[2], scale, c.set.flag("causal"));
+                   return {c.host(fwd.out), c.host(fwd.lse)};
+                 }));
+  r.push_back(op("attention_backward", {{"Q"}, {"K"}, {"V"}, {"dO"}}, {{"dQ"}, {"dK"}, {"dV"}}, {kCausal, kAttnScale},
+                 "runs the forward for O and lse, then gives dQ, dK, dV for the upstream dO",
+                 [](const auto& c) -> Results {
+                   using S = SpaceOf<std::decay_t<decltype(c)>>;
+                   const auto scale = c.set.has("scale") ? std::optional<float>(c.set.number("scale", 0)) : std::nullopt;
+                   const bool causal = c.set.flag("causal");
+                   const auto &q = c.in[0], &k = c.in[1], &v = c.in[2];
+                   const auto fwd = ops::attention(q, k, v, scale, causal);
+                   Tensor<S> dq(q.shape(), "ptk::dQ"), dk(k.shape(), "ptk::dK"), dv(v.shape(), "ptk::dV");
+                   ops::attention_backward(dq, dk, dv, c.in[3], q, k, v, fwd.out, fwd.lse, scale, causal);
+                   return {c.host(dq), c.host(dk), c.host(dv)};
+                 }));
+  r.push_back(op("gelu", {{"X"}}, {{"Y"}}, {}, "Y = gelu(X) elementwise (GPT-2's tanh form)",
+                 [](const auto& c) -> Results { return {c.host(ops::gelu(c.in[0]))}; }));
+  r.push_back(op("silu", {{"X"}}, {{"Y"}}, {}, "Y = X · sigmoid(X) elementwise",
+                 [](const auto& c) -> Results { return {c.host(ops::silu(c.in[0]))}; }));
+  r.push_back(op("gelu_backward", {{"X"}, {"dY"}}, {{"dX"}}, {}, "dX = dY · gelu'(X)", [](const auto& c) -> Results {
+    Tensor<SpaceOf<std::decay_t<decltype(c)>>> dx(c.in[0].shape(), "ptk::dX");
+    ops::gelu_backward(dx, c.in[0], c.in[1]);
+    return {c.host(dx)};
+  }));
+  r.push_back(op("silu_backward", {{"X"}, {"dY"}}, {{"dX"}}, {}, "dX = dY · silu'(X)", [](const auto& c) -> Results {
+    Tensor<SpaceOf<std::decay_t<decltype(c)>>> dx(c.in[0].shape(), "ptk::dX");
+    ops::silu_backward(dx, c.in[0], c.in[1]);
+    return {c.host(dx)};
+  }));
+  r.push_back(op("embedding", {{"ids", true}, {"table"}}, {{"out"}}, {},
+                 "out [...,C] = the rows of table [V,C] that ids (in [0, V)) name",
+                 [](const auto& c) -> Results {
+                   using S = SpaceOf<std::decay_t<decltype(c)>>;
+                   return {c.host(ops::embedding<S>(c.ids(0), c.in[1], c.inputs.ids[0].shape))};
+                 }));
+  r.push_back(op("embedding_backward", {{"ids", true}, {"dout"}}, {{"dtable"}},
+                 {{"vocab", "max id + 1", "rows of dtable"}},
+                 "dtable [vocab,C]: each row of dout added into the row its id names",
+                 [](const auto& c) -> Results {
+                   using S = SpaceOf<std::decay_t<decltype(c)>>;
+                   long long max_id = -1;
+                   for (auto id : c.inputs.ids[0].data) max_id = std::max<long long>(max_id, id);
+                   const auto vocab = c.set.integer("vocab", max_id + 1, 1, INT_MAX);
+                   Tensor<S> dtable({vocab, c.in[1].dim(-1)}, "ptk::dtable");
+                   ops::embedding_backward<S>(dtable, c.in[1], c.ids(0));
+                   return {c.host(dtable)};
+                 }));
+  r.push_back(op("cross_entropy", {{"logits"}, {"targets", true}}, {{"loss"}, {"losses"}, {"lse", true}}, {kIgnore},
+                 "loss (0-d: the mean over counted rows), per-row losses and lse; targets in [0, V) or ignore_index",
+                 [](const auto& c) -> Results {
+                   using S = SpaceOf<std::decay_t<decltype(c)>>;
+                   const int ignore = ignore_index(c.set);
+                   const auto ce = ops::cross_entropy<S>(c.in[0], c.ids(1), ignore);
+                   return {io::NpyArray{{}, {ce.loss_value()}}, c.host(ce.losses), c.host(ce.lse)};
+                 }));
+  r.push_back(op("cross_entropy_backward", {{"logits"}, {"targets", true}}, {{"dlogits"}},
+                 {kIgnore, {"dloss", "1", "the upstream gradient of the loss"}},
+                 "recomputes the forward and gives dlogits for the loss scaled by dloss",
+                 [](const auto& c) -> Results {
+                   using S = SpaceOf<std::decay_t<decltype(c)>>;
+                   const int ignore = ignore_index(c.set);
+                   const auto targets = c.ids(1);
+                   const auto ce = ops::cross_entropy<S>(c.in[0], targets, ignore);
+                   Tensor<S> dlogits(c.in[0].shape(), "ptk::dlogits");
+                   ops::cross_entropy_backward<S>(dlogits, c.set.number("dloss", 1.0f), c.in[0], ce.lse, targets,
+                                                  ce.counted, ignore);
+                   return {c.host(dlogits)};
+                 }));
+  r.push_back(op("rope", {{"X"}}, {{"Y"}}, {kPosOffset, kBase, kLayout},
+                 "rotary position embedding of X [B,T,H,D] or [B,H,T,D] (D even)",
+                 [](const auto& c) { return run_rope(c, false); }));
+  r.push_back(op("rope_backward", {{"dY"}}, {{"dX"}}, {kPosOffset, kBase, kLayout},
+                 "dX for the upstream dY (the inverse rotation)", [](const auto& c) { return run_rope(c, true); }));
+  return r;
+}
+
+}  // namespace
+
+const std::vector<OpEntry>& op_registry() {
+  static const std::vector<OpEntry> registry = make_registry();
+  return registry;
+}
+
+const OpEntry* find_op(const std::string& name) {
+  const auto& ops = op_registry();
+  const auto it = std::find_if(ops.begin(), ops.end(), [&](const OpEntry& o) { return o.name == name; });
+  return it == ops.end() ? nullptr : &*it;
+}
+
+}  // namespace ptk::tools

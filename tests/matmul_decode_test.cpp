@@ -1,0 +1,97 @@
+// Decode matmul parity: y[M,N] = x[M,K] · W[N,K]ᵀ for M <= 8 (ptk::kernels::matmul_decode, reached
+// through ops::matmul with trans_b) against the float64 oracle; which products take the decode kernel.
+#include <array>
+
+#include "parity.hpp"
+#include "ptk/kernels/matmul_decode.hpp"
+#include "ptk/ops/matmul.hpp"
+#include "ptk/reference/matmul.hpp"
+
+namespace ptk::test {
+namespace {
+
+const std::vector<std::int64_t> kSizes{1, 3, 17, 127, 513, 4099};
+
+std::string case_name(std::int64_t M, std::int64_t N, std::int64_t K) {
+  return "M" + std::to_string(M) + "_N" + std::to_string(N) + "_K" + std::to_string(K);
+}
+
+// C = alpha · x · Wᵀ + beta · C0 (beta = 0: ops::matmul, else ops::matmul_accumulate) against the
+// oracle's product combined in double.
+template <class Space>
+void check_decode(std::int64_t M, std::int64_t N, std::int64_t K, float alpha = 1, float beta = 0) {
+  const auto name = case_name(M, N, K);
+  const auto x = uniform(M * K, -1, 1, name + "x"), w = uniform(N * K, -1, 1, name + "w");
+  std::vector<float> want(static_cast<std::size_t>(M * N));
+  reference::matmul_forward(want.data(), x.data(), w.data(), 1, M, N, K, false, true, false, false);
+  const auto X = Tensor<Space>::from_host({M, K}, x), W = Tensor<Space>::from_host({N, K}, w);
+  Tensor<Space> C;
+  if (beta == 0 && alpha == 1) {
+    C = ops::matmul(X, W, false, true);
+  } else {
+    const auto c0 = uniform(M * N, -1, 1, name + "c");
+    for (std::size_t i = 0; i < want.size(); ++i) want[i] = static_cast<float>(double(alpha) * want[i] + double(beta) * c0[i]);
+    C = Tensor<Space>::from_host({M, N}, c0);
+    ops::matmul_accumulate(C, X, W, false, true, alpha, beta);
+  }
+  EXPECT_TRUE(all_close(C.to_vector(), want, {M, N}, tolerance::matmul(K)))
+      << Space::name() << " " << name << " alpha=" << alpha << " beta=" << beta;
+}
+
+class MatmulDecodeParity : public ::testing::TestWithParam<std::int64_t> {};
+
+TEST_P(MatmulDecodeParity, Forward) {
+  const std::int64_t M = GetParam();
+  for (auto N : kSizes)
+    for (auto K : kSizes) for_each_space([&](auto space) { check_decode<typename decltype(space)::type>(M, N, K); });
+}
+
+INSTANTIATE_TEST_SUITE_P(Rows, MatmulDecodeParity, ::testing::Range<std::int64_t>(1, kernels::decode_max_rows + 1),
+                         [](const auto& info) { return "M" + std::to_string(info.param); });
+
+TEST(MatmulDecode, AlphaBeta) {
+  for (auto [M, N, K] : std::vector<std::array<std::int64_t, 3>>{{1, 127, 513}, {5, 17, 4099}, {8, 513, 3}})
+    for (auto [alpha, beta] : std::vector<std::pair<float, float>>{{1, 1}, {-0.5f, 1}, {2, 0.25f}, {3, 0}}) {
+      // Named copies: clang (hipcc) rejects capturing structured bindings in C++17.
+      const std::int64_t m = M, n = N, k = K;
+      const float a = alpha, b = beta;
+      for_each_space([&](auto space) { check_decode<typename decltype(space)::type>(m, n, k, a, b); });
+    }
+}
+
+// The decode kernel serves exactly the shared-weight [N,K] products of at most 8 rows in all
+// (a batch of M-row matrices counts batch · M rows); everything else stays on the GEMM.
+TEST(MatmulDecode, TakenForFewRowsAgainstASharedWeight) {
+  using S = Kokkos::DefaultHostExecutionSpace;
+  const auto dims = [](std::size_t b, std::size_t r, std::size_t c) { return Tensor3<S>("t", b, r, c); };
+  const auto applies = [&](std::size_t batch, std::size_t M, std::size_t batch_a, std::size_t batch_b, bool ta,
+                           bool tb) {
+    return kernels::decode_applies<S>(dims(batch, M, 5), dims(batch_a, ta ? 7 : M, ta ? M : 7),
+                                      dims(batch_b, tb ? 5 : 7, tb ? 7 : 5), ta, tb);
+  };
+  EXPECT_TRUE(applies(1, 1, 1, 1, false, true));
+  EXPECT_TRUE(applies(1, 8, 1, 1, false, true));
+  EXPECT_TRUE(applies(2, 4, 2, 1, false, true));  // [2,4,K] · W[N,K]ᵀ: 8 contiguous rows
+  EXPECT_FALSE(applies(1, 9, 1, 1, false, true));
+  EXPECT_FALSE(applies(3, 3, 3, 1, false, true));  // 9 rows in all
+  EXPECT_FALSE(applies(1, 4, 1, 1, false, false));  // W stored [K,N]
+  EXPECT_FALSE(applies(1, 4, 1, 1, true, true));
+  EXPECT_FALSE(applies(2, 1, 2, 2, false, true));  // a weight per batch
+  EXPECT_FALSE(applies(2, 1, 1, 2, false, true));
+
+  // A batched x [2,3,K] against a shared W [N,K]: the op's result is the kernel's on the 6 rows.
+  const std::int64_t N = 127, K = 513;
+  const auto x = uniform(6 * K, -1, 1, "batched x"), w = uniform(N * K, -1, 1, "batched w");
+  const auto X = Tensor<S>::from_host({2, 3, K}, x), W = Tensor<S>::from_host({N, K}, w);
+  const auto via_op = ops::matmul(X, W, false, true).to_vector();
+  const auto X2 = Tensor<S>::from_host({6, K}, x);
+  const Tensor<S> Y({6, N});
+  kernels::matmul_decode<S>(Y.rows(), X2.rows(), W.rows());
+  EXPECT_EQ(via_op, Y.to_vector());
+  std::vector<float> want(static_cast<std::size_t>(6 * N));
+  reference::matmul_forward(want.data(), x.data(), w.data(), 1, 6, N, K, false, true, false, false);
+  EXPECT_TRUE(all_close(via_op, want, {2, 3, N}, tolerance::matmul(K)));
+}
+
+}  // namespace
+}  // namespace ptk::test

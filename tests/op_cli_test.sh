@@ -1,0 +1,68 @@
+#!/bin/bash
+# ptk op and its registry (src/tools/op_registry.cpp): docs/design.md's op table names exactly the
+# registry's ops (`ptk op --list`), --help lists each with its summary and keys, a run goes through
+# the registry's run function, and bad arguments are refused with one line naming what was wrong.
+# usage: op_cli_test.sh PTK SOURCE_DIR
+set -u
+ptk=$1 src=$2
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+. "$(dirname "$0")/cli_checks.sh"
+
+# --- the docs table and the registry name the same ops -------------------------------------------
+"$ptk" op --list >"$dir/list" || fail "ptk op --list"
+sort "$dir/list" >"$dir/registry"
+[ "$(wc -l <"$dir/registry")" -gt 0 ] || fail "ptk op --list printed nothing"
+# The table under "## Tool contract": its first column, where "gelu / silu" names two ops.
+awk '/^## Tool contract/ { on = 1; next } on && /^## / { on = 0 }
+     on && /^\| [a-z]/ { split($0, c, "|"); print c[2] }' "$src/docs/design.md" |
+  sed 's/ \/ /\n/g; s/^ *//; s/ *$//' | sort >"$dir/docs"
+[ "$(wc -l <"$dir/docs")" -gt 0 ] || fail "no op table under '## Tool contract' in docs/design.md"
+diff "$dir/registry" "$dir/docs" >"$dir/diff" ||
+  fail "docs/design.md's op table and the registry differ (< registry only, > docs only): $(cat "$dir/diff")"
+echo "ok: docs/design.md's op table names the registry's $(wc -l <"$dir/registry") ops"
+
+# --- --help: every op with its summary line --------------------------------------------------------
+"$ptk" op --help >"$dir/help" || fail "ptk op --help"
+while read -r name; do
+  grep -A1 "^  $name: " "$dir/help" | tail -1 | grep -q "^      [^ ]" || fail "--help has no entry and summary for $name"
+done <"$dir/list"
+grep -q "^  matmul: A, B -> C; impl=portable, trans_a=0, trans_b=0$" "$dir/help" || fail "--help's matmul line"
+grep -q "^  attention: Q, K, V -> O, \[lse\]; causal=0, scale=1/sqrt(D)$" "$dir/help" || fail "--help's attention line"
+grep -q "^  embedding: ids (int), table -> out$" "$dir/help" || fail "--help's embedding line"
+echo "ok: --help lists every op"
+
+# --- a run: A = ones [2,3], B = ones [4,3], C = A·Bᵀ = 3 everywhere (the decode path: 2 rows) ------
+# npy_ones FILE D0 D1: a float32 C-order .npy of ones (version 1.0 header padded to 64 bytes).
+npy_ones() {
+  local header="{'descr': '<f4', 'fortran_order': False, 'shape': ($2, $3), }"
+  while [ $(( (10 + ${#header} + 1) % 64 )) -ne 0 ]; do header+=" "; done
+  { printf '\x93NUMPY\x01\x00'; printf "\\x$(printf %02x $(( (${#header} + 1) % 256 )))\\x$(printf %02x $(( (${#header} + 1) / 256 )))"
+    printf '%s\n' "$header"; for ((i = 0; i < $2 * $3; ++i)); do printf '\x00\x00\x80\x3f'; done; } >"$1"
+}
+npy_ones "$dir/a.npy" 2 3
+npy_ones "$dir/b.npy" 4 3
+"$ptk" op matmul --in "$dir/a.npy" --in "$dir/b.npy" --set trans_b=1 --out "$dir/c.npy" --device host 2>"$dir/err" ||
+  fail "matmul run: $(cat "$dir/err")"
+[ "$(head -c 128 "$dir/c.npy" | tr -d '\0' | grep -ao "'shape': ([0-9, ]*)")" = "'shape': (2, 4)" ] ||
+  fail "C's header: $(head -c 128 "$dir/c.npy" | tr -d '\0')"
+[ "$(tail -c 32 "$dir/c.npy" | od -v -An -tx1 | tr -d ' \n')" = "$(for i in 1 2 3 4 5 6 7 8; do printf 00004040; done)" ] ||
+  fail "C is not 3 everywhere: $(tail -c 32 "$dir/c.npy" | od -v -An -tf4)"
+echo "ok: matmul A[2,3] · B[4,3]ᵀ = 3 everywhere"
+
+# --- refusals, from the registry's entries ---------------------------------------------------------
+expect_refusal "unknown op" "unknown op 'nope' (known: matmul, matmul_backward, softmax," "$ptk" op nope
+expect_refusal "--in count" "op matmul: expects 2 --in (A, B), got 1" "$ptk" op matmul --in "$dir/a.npy" --out "$dir/c.npy"
+expect_refusal "unknown key" "op matmul: unknown key 'x' (known: impl, trans_a, trans_b)" \
+  "$ptk" op matmul --in "$dir/a.npy" --in "$dir/b.npy" --set x=1 --out "$dir/c.npy"
+expect_refusal "keyless op" "op gelu: unknown key 'a' (this op takes none)" "$ptk" op gelu --in "$dir/a.npy" --set a=1 --out "$dir/c.npy"
+expect_refusal "key twice" "op matmul: key 'trans_b' is set twice" \
+  "$ptk" op matmul --in "$dir/a.npy" --in "$dir/b.npy" --set trans_b=1 --set trans_b=1 --out "$dir/c.npy"
+expect_refusal "optional output" "op attention: expects 1 to 2 --out (O, lse; the last optional), got 3" \
+  "$ptk" op attention --in "$dir/a.npy" --in "$dir/a.npy" --in "$dir/a.npy" --out "$dir/1.npy" --out "$dir/2.npy" --out "$dir/3.npy"
+expect_refusal "flag value" "op matmul: trans_b must be 0 or 1, got '2'" \
+  "$ptk" op matmul --in "$dir/a.npy" --in "$dir/b.npy" --set trans_b=2 --out "$dir/c.npy"
+expect_refusal "index input" "dtype '<f4' is not supported for ids" \
+  "$ptk" op embedding --in "$dir/a.npy" --in "$dir/b.npy" --out "$dir/c.npy"
+[ ! -e "$dir/c.npy.ptk-partial" ] || fail "a refused run left a partial file"
+echo "PASS"
