@@ -92,4 +92,20 @@ TEST(MemoryEstimate, LlamaByHand) {
   EXPECT_EQ(ptk::nn::estimate_training_memory(small).activations, 2 * per_block + 3 * 8 * (2 * 16 + 2) + 2 * 3 * 8 * 11);
 }
 
+// Inference (ptk generate): GPT-2 small at B 1, T 1024 keeps 2·12·1024·768 floats of keys and values (72 MiB, the
+// known fp32 figure); the workspace is one block's activations, the embeddings and one position's logits.
+TEST(MemoryEstimate, InferenceByHand) {
+  const auto e = ptk::nn::estimate_inference_memory({12, 12, 768, 1024, 50257, 1});
+  EXPECT_EQ(e.parameter_bytes, 124439808LL * 4);
+  EXPECT_EQ(e.kv_cache_bytes, 2LL * 12 * 1024 * 768 * 4);
+  EXPECT_EQ(e.workspace_bytes, 4LL * ((1024LL * (17 * 768 + 4) + 12 * 1024) + 1024LL * (2 * 768 + 3) + 2 * 50257));
+  // Grouped-query attention: 8 kv heads of 32 keep a quarter of the cache; the weights shrink with k and v.
+  const ptk::nn::ModelShape mha{32, 32, 4096, 4096, 32000, 1, ptk::nn::Arch::llama, 32, 11008};
+  ptk::nn::ModelShape gqa = mha;
+  gqa.kv_heads = 8;
+  EXPECT_EQ(ptk::nn::estimate_inference_memory(mha).kv_cache_bytes, 4LL << 30);
+  EXPECT_EQ(ptk::nn::estimate_inference_memory(gqa).kv_cache_bytes, 1LL << 30);
+  EXPECT_EQ(ptk::nn::estimate_inference_memory(gqa).parameter_bytes, 4 * ptk::nn::llama_parameters(gqa));
+}
+
 }  // namespace

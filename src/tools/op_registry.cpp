@@ -228,6 +228,18 @@ std::vector<OpEntry> make_registry() {
                    ops::attention_backward(dq, dk, dv, c.in[3], q, k, v, fwd.out, fwd.lse, scale, causal);
                    return {c.host(dq), c.host(dk), c.host(dv)};
                  }));
+  r.push_back(op("decode_attention", {{"Q"}, {"Kcache"}, {"Vcache"}}, {{"O"}, {"lse", true}},
+                 {{"length", "Tmax", "filled cache positions L; the Tq queries sit at L - Tq .. L - 1 (causal)"},
+                  kAttnScale, {"splits", "0", "key chunks merged (0: chosen for the machine; any gives the same up to rounding)"}},
+                 "O = attention of Q [B,Hq,Tq,D] to a KV cache [B,Hkv,Tmax,D] filled to length (grouped-query: Hq % Hkv == 0)",
+                 [](const auto& c) -> Results {
+                   const auto scale = c.set.has("scale") ? std::optional<float>(c.set.number("scale", 0)) : std::nullopt;
+                   const auto Tmax = c.in[1].rank() == 4 ? c.in[1].dim(2) : 0;
+                   const auto length = c.set.integer("length", Tmax, 0, INT_MAX);
+                   const auto splits = static_cast<int>(c.set.integer("splits", 0, 0, INT_MAX));
+                   const auto r = ops::decode_attention(c.in[0], c.in[1], c.in[2], length, scale, splits);
+                   return {c.host(r.out), c.host(r.lse)};
+                 }));
   r.push_back(op("gelu", {{"X"}}, {{"Y"}}, {}, "Y = gelu(X) elementwise (GPT-2's tanh form)",
                  [](const auto& c) -> Results { return {c.host(ops::gelu(c.in[0]))}; }));
   r.push_back(op("silu", {{"X"}}, {{"Y"}}, {}, "Y = X · sigmoid(X) elementwise",

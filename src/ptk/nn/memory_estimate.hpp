@@ -112,8 +112,11 @@ namespace ptk::nn {
 // Memory to generate with a KV cache (nn/inference.hpp) at batch B = m.batch and context T = m.context:
 //     weights            P floats (as above, for the shape's arch);
 //     KV cache           2·L·B·T·K floats, K = kv_heads·D (GPT-2: every head keeps its keys, K = C);
-//     workspace          one forward pass's tensors over a full-context prefill, none freed: the training
-//                        activations A above (an upper bound; a decode step needs about 1/T of it).
+//     workspace          a full-context prefill's live tensors: without a graph each layer's are released (into
+//                        the reuse cache, which hands them to the next layer) before the next layer runs, so one
+//                        layer's activations and the embeddings at B·T positions, and the logits of the last
+//                        position only: the activations above for L = 1 with 2·B·V in place of 2·B·T·V (an upper
+//                        bound: within a layer not all of them are alive at once; a decode step needs 1/T of it).
 struct InferenceEstimate {
   std::int64_t parameter_bytes = 0, kv_cache_bytes = 0, workspace_bytes = 0;
   std::int64_t total_bytes() const {
@@ -125,11 +128,14 @@ constexpr InferenceEstimate estimate_inference_memory(const ModelShape& m) {
   constexpr double f = sizeof(float);
   const double L = m.layers, B = m.batch, T = m.context;
   const double K = m.arch == Arch::llama ? llama_kv_width(m) : static_cast<double>(m.channels);
-  const MemoryEstimate training = estimate_training_memory(m);
+  ModelShape one_layer = m;
+  one_layer.layers = 1;
+  const double one_layer_activations = static_cast<double>(estimate_training_memory(one_layer).activations);
+  const double V = m.vocab;
   InferenceEstimate e;
-  e.parameter_bytes = training.parameter_bytes;
+  e.parameter_bytes = estimate_training_memory(m).parameter_bytes;
   e.kv_cache_bytes = MemoryEstimate::saturate(f * 2 * L * B * T * K);
-  e.workspace_bytes = training.activation_bytes;
+  e.workspace_bytes = MemoryEstimate::saturate(f * (one_layer_activations - 2 * B * T * V + 2 * B * V));
   return e;
 }
 

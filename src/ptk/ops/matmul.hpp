@@ -20,12 +20,12 @@ Shape matmul_shape(const char* op, const Tensor<Space>& a, const Tensor<Space>& 
   check_tensor(op, "B", b, 2, 3);
   const auto M = a.dim(trans_a ? -1 : -2), Ka = a.dim(trans_a ? -2 : -1);
   const auto Kb = b.dim(trans_b ? -1 : -2), N = b.dim(trans_b ? -2 : -1);
-  const auto describe = [&] {
+  const auto describe = lazy([&] {
     return "A " + to_string(a.shape()) + " (trans_a=" + std::to_string(trans_a) + "), B " + to_string(b.shape()) +
            " (trans_b=" + std::to_string(trans_b) + ")";
-  };
-  require(Ka == Kb, op, ": inner dimensions differ: op(A) has K=", Ka, " and op(B) has K=", Kb, " for ", describe());
-  require(a.rank() == 2 || b.rank() == 2 || a.dim(0) == b.dim(0), op, ": batch sizes differ for ", describe());
+  });
+  require(Ka == Kb, op, ": inner dimensions differ: op(A) has K=", Ka, " and op(B) has K=", Kb, " for ", describe);
+  require(a.rank() == 2 || b.rank() == 2 || a.dim(0) == b.dim(0), op, ": batch sizes differ for ", describe);
   Shape c_shape{M, N};
   if (a.rank() == 3 || b.rank() == 3) c_shape.insert(c_shape.begin(), a.rank() == 3 ? a.dim(0) : b.dim(0));
   check_output_shape(op, "C", c_shape);

@@ -1,0 +1,101 @@
+#!/bin/bash
+# ptk generate end to end: from a short GPT-2 run's checkpoint and a short Llama run's (grouped-query), text
+# streams after the echoed prompt, greedy is repeatable, a seed repeats a sampled text and another seed changes
+# it, speeds are printed; bad prompts, oversize contexts and bad sampling options are refused with one line.
+# ptk op decode_attention against NumPy (float64) on a cache whose unfilled positions hold NaN, and ptk info
+# --model's inference estimate (the GQA cache).
+# usage: generate_cli_test.sh PTK SOURCE_DIR
+set -u
+ptk=$1 src=$2
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+. "$(dirname "$0")/cli_checks.sh"
+
+tiny=(--layers 1 --width 16 --block 24 --batch 4 --steps 20 --device host)
+"$ptk" train "${tiny[@]}" --heads 2 --save "$dir/gpt.safetensors" >"$dir/train" 2>&1 || fail "train gpt2: $(cat "$dir/train")"
+"$ptk" train "${tiny[@]}" --arch llama --heads 4 --kv-heads 2 --save "$dir/llama.safetensors" >"$dir/train" 2>&1 ||
+  fail "train llama: $(cat "$dir/train")"
+
+for model in gpt llama; do
+  ck=$dir/$model.safetensors
+  "$ptk" generate --load "$ck" --prompt "And God" -n 12 --temperature 0 --device host >"$dir/g1" 2>"$dir/e1" ||
+    fail "$model greedy: $(cat "$dir/e1")"
+  "$ptk" generate --load "$ck" --prompt "And God" -n 12 --temperature 0 --device host >"$dir/g2" 2>/dev/null
+  cmp -s "$dir/g1" "$dir/g2" || fail "$model: greedy generation differs between two runs"
+  [ "$(head -c 7 "$dir/g1")" = "And God" ] || fail "$model: the output does not start with the prompt: $(cat "$dir/g1")"
+  # The prompt, 12 bytes and the final newline.
+  [ "$(wc -c <"$dir/g1")" -eq 20 ] || fail "$model: expected 7 + 12 bytes and a newline, got $(wc -c <"$dir/g1")"
+  grep -q "^prefill: 7 tokens in .* tokens/s); decode: 11 tokens in .* tokens/s); host" "$dir/e1" ||
+    fail "$model: no speed line: $(cat "$dir/e1")"
+  for seed in 1 1 2; do
+    "$ptk" generate --load "$ck" --prompt "And" -n 20 --seed $seed --top-k 10 --top-p 0.95 --temperature 0.8 \
+      --device host >"$dir/s$seed.$RANDOM" 2>/dev/null || fail "$model: sampling with seed $seed"
+  done
+  set -- "$dir"/s1.* ; cmp -s "$1" "$2" || fail "$model: seed 1 gave two different texts"
+  ! cmp -s "$1" "$dir"/s2.* || fail "$model: seeds 1 and 2 gave the same text"
+  rm -f "$dir"/s1.* "$dir"/s2.*
+  echo "ok: $model: greedy repeats, seeds repeat and differ, speeds printed"
+done
+
+ck=$dir/gpt.safetensors
+expect_refusal "a prompt byte outside the vocabulary" "byte 0x01 at offset 3 is not in the model's vocabulary" \
+  "$ptk" generate --load "$ck" --prompt $'And\x01' --device host
+expect_refusal "prompt + -n beyond block_size" "beyond the model's block_size 24 (at most -n 18)" \
+  "$ptk" generate --load "$ck" --prompt "And God" -n 40 --device host
+expect_refusal "a prompt longer than block_size" "exceed the model's block_size 24" \
+  "$ptk" generate --load "$ck" --prompt "And God said, Let there be light" --device host
+expect_refusal "--top-p 0" "top-p" "$ptk" generate --load "$ck" --top-p 0
+expect_refusal "--temperature -1" "temperature" "$ptk" generate --load "$ck" --temperature -1
+expect_refusal "--top-k -3" "top-k" "$ptk" generate --load "$ck" --top-k -3
+expect_refusal "no --load" "--load" "$ptk" generate --prompt "And"
+expect_refusal "a missing checkpoint" "$dir/none.safetensors" "$ptk" generate --load "$dir/none.safetensors"
+expect_refusal "--prompt and --prompt-file" "excludes" "$ptk" generate --load "$ck" --prompt a --prompt-file "$ck"
+
+# --- ptk op decode_attention against NumPy ------------------------------------------------------------
+/usr/bin/python3 - "$dir" <<'PY' || fail "decode_attention inputs"
+import sys, numpy as np
+d = sys.argv[1]
+rng = np.random.default_rng(7)
+B, Hq, Hkv, Tq, Tmax, D, L = 2, 6, 2, 3, 40, 16, 29
+q = rng.uniform(-1, 1, (B, Hq, Tq, D)).astype(np.float32)
+k = rng.uniform(-1, 1, (B, Hkv, Tmax, D)).astype(np.float32)
+v = rng.uniform(-1, 1, (B, Hkv, Tmax, D)).astype(np.float32)
+k[:, :, L:] = np.nan; v[:, :, L:] = np.nan  # never read
+for name, x in (("q", q), ("k", k), ("v", v)): np.save(f"{d}/{name}.npy", x)
+out = np.zeros((B, Hq, Tq, D))
+G = Hq // Hkv
+for b in range(B):
+    for h in range(Hq):
+        for i in range(Tq):
+            n = L - Tq + i + 1
+            s = k[b, h // G, :n].astype(np.float64) @ q[b, h, i].astype(np.float64) / np.sqrt(D)
+            p = np.exp(s - s.max()); p /= p.sum()
+            out[b, h, i] = p @ v[b, h // G, :n].astype(np.float64)
+np.save(f"{d}/want.npy", out)
+PY
+for splits in 0 4; do
+  "$ptk" op decode_attention --in "$dir/q.npy" --in "$dir/k.npy" --in "$dir/v.npy" --set length=29 --set splits=$splits \
+    --out "$dir/o.npy" --device host 2>"$dir/err" || fail "ptk op decode_attention: $(cat "$dir/err")"
+  /usr/bin/python3 -c "
+import sys, numpy as np
+got, want = np.load('$dir/o.npy'), np.load('$dir/want.npy')
+err = np.abs(got - want).max()
+print(f'ok: ptk op decode_attention (splits=$splits) vs NumPy float64: max |diff| {err:.2e}')
+sys.exit(0 if got.shape == want.shape and err < 1e-5 else 1)" || fail "decode_attention differs from NumPy"
+done
+expect_refusal "decode_attention with a length beyond Tmax" "length 41 must be in" \
+  "$ptk" op decode_attention --in "$dir/q.npy" --in "$dir/k.npy" --in "$dir/v.npy" --set length=41 --out "$dir/o.npy"
+expect_refusal "decode_attention with Hq not a multiple of Hkv" "not a multiple" \
+  "$ptk" op decode_attention --in "$dir/k.npy" --in "$dir/q.npy" --in "$dir/q.npy" --set length=3 --out "$dir/o.npy"
+
+# --- ptk info --model: the inference estimate, GQA-aware ---------------------------------------------------
+# A Llama-2-7B shape with 8 kv heads of 32 (as Llama-2-70B groups them): K and V x 32 layers x 1 x 4096 positions
+# x 8 heads x 128 dims x 4 bytes = 1 GiB, a quarter of the 4 GiB that 32 kv heads keep.
+for kv in 8 32; do
+  "$ptk" info --model 32,32,4096,4096,32000 --arch llama --kv-heads $kv >"$dir/info" 2>&1 || fail "ptk info: $(cat "$dir/info")"
+  grep -q "^Inference memory" "$dir/info" || fail "no inference estimate: $(cat "$dir/info")"
+  want=$([ $kv = 8 ] && echo "1.00 GiB" || echo "4.00 GiB")
+  grep "KV cache" "$dir/info" | grep -q "$want" || fail "kv heads $kv: KV cache line $(grep 'KV cache' "$dir/info"), want $want"
+done
+echo "ok: ptk info --model gives the inference estimate"
+echo "generate_cli: all checks passed"
