@@ -3,6 +3,7 @@
 // split counts; cache positions past the filled length hold NaN, so reading one would show. Also
 // kv_cache_append against a plain copy, and the one-line refusals of bad shapes.
 #include <limits>
+#include <tuple>
 
 #include "parity.hpp"
 #include "ptk/ops/decode_attention.hpp"
@@ -85,23 +86,26 @@ TEST(DecodeAttention, AnySplitCountMatches) {
   }
 }
 
+// Keys from columns 2.. of one projection, values from columns 1.. of another, into positions 5..7 of 9.
 TEST(DecodeAttention, CacheAppendPlacesHeads) {
   for_each_space([&](auto space) {
     using Space = typename decltype(space)::type;
     const std::int64_t B = 2, H = 3, Tmax = 9, D = 4, Tn = 3, W = 2 + H * D + 1, pos = 5;
-    const auto rows = uniform(B * Tn * W, -1, 1, "append");
-    auto cache = Tensor<Space>({B, H, Tmax, D}, "cache");
-    ops::kv_cache_append(cache, Tensor<Space>::from_host({B, Tn, W}, rows), 2, pos);
-    const auto got = cache.to_vector();
-    for (std::int64_t b = 0; b < B; ++b)
-      for (std::int64_t h = 0; h < H; ++h)
-        for (std::int64_t t = 0; t < Tmax; ++t)
-          for (std::int64_t d = 0; d < D; ++d) {
-            const bool written = t >= pos && t < pos + Tn;
-            const float want = written ? rows[static_cast<std::size_t>((b * Tn + t - pos) * W + 2 + h * D + d)] : 0.0f;
-            ASSERT_EQ(got[static_cast<std::size_t>(((b * H + h) * Tmax + t) * D + d)], want)
-                << Space::name() << " b " << b << " h " << h << " t " << t << " d " << d;
-          }
+    const auto k_rows = uniform(B * Tn * W, -1, 1, "append-k"), v_rows = uniform(B * Tn * W, -1, 1, "append-v");
+    auto k_cache = Tensor<Space>({B, H, Tmax, D}, "k"), v_cache = Tensor<Space>({B, H, Tmax, D}, "v");
+    ops::kv_cache_append(k_cache, v_cache, Tensor<Space>::from_host({B, Tn, W}, k_rows), 2,
+                         Tensor<Space>::from_host({B, Tn, W}, v_rows), 1, pos);
+    for (const auto& [cache, rows, offset] :
+         {std::tuple{k_cache.to_vector(), k_rows, 2}, std::tuple{v_cache.to_vector(), v_rows, 1}})
+      for (std::int64_t b = 0; b < B; ++b)
+        for (std::int64_t h = 0; h < H; ++h)
+          for (std::int64_t t = 0; t < Tmax; ++t)
+            for (std::int64_t d = 0; d < D; ++d) {
+              const bool written = t >= pos && t < pos + Tn;
+              const float want = written ? rows[static_cast<std::size_t>((b * Tn + t - pos) * W + offset + h * D + d)] : 0.0f;
+              ASSERT_EQ(cache[static_cast<std::size_t>(((b * H + h) * Tmax + t) * D + d)], want)
+                  << Space::name() << " offset " << offset << " b " << b << " h " << h << " t " << t << " d " << d;
+            }
   });
 }
 
@@ -121,9 +125,10 @@ TEST(DecodeAttention, RefusesBadShapes) {
   EXPECT_NE(message([&] { ops::decode_attention(q, cache2, cache2, 17); }).find("length 17"), std::string::npos);
   EXPECT_NE(message([&] { ops::decode_attention(q, cache2, cache2, 0); }).find("length 0"), std::string::npos);
   EXPECT_NE(message([&] { ops::decode_attention(q, cache2, cache, 4); }).find("same shape"), std::string::npos);
-  EXPECT_NE(message([&] { ops::kv_cache_append(cache2, Tensor<Space>({1, 2, 16}, "rows"), 0, 15); }).find("do not fit"),
+  const auto rows = Tensor<Space>({1, 2, 16}, "rows"), narrow = Tensor<Space>({1, 2, 15}, "rows");
+  EXPECT_NE(message([&] { ops::kv_cache_append(cache2, cache2, rows, 0, rows, 0, 15); }).find("do not fit"),
             std::string::npos);
-  EXPECT_NE(message([&] { ops::kv_cache_append(cache2, Tensor<Space>({1, 2, 15}, "rows"), 0, 0); }).find("columns"),
+  EXPECT_NE(message([&] { ops::kv_cache_append(cache2, cache2, rows, 0, narrow, 0, 0); }).find("columns"),
             std::string::npos);
 }
 

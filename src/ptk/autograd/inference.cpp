@@ -58,23 +58,30 @@ Var cached_attention(HeadColumns q, HeadColumns k, HeadColumns v, int n_head, co
   return on_device(device, [&](auto tag) {
     using S = typename decltype(tag)::type;
     const Tensor<S>&kc = data_of<S>(k_cache), &vc = data_of<S>(v_cache);
-    ops::kv_cache_append(kc, data_of<S>(k.rows), k.offset, pos);
-    ops::kv_cache_append(vc, data_of<S>(v.rows), v.offset, pos);
-    // Rows to [B, heads, Tn, D]; with group G > 1 every row head feeds G consecutive heads (GQA for the prefill).
-    const auto split = [&](HeadColumns x, std::int64_t heads, int group) {
-      const Tensor<S>& rows = data_of<S>(x.rows);
-      auto t = Tensor<S>::uninitialized({B, heads, Tn, D}, "ptk::heads");
-      kernels::split_heads<S>(Tensor4<S>(t.data(), B, heads, Tn, D),
-                              Tensor3<S>(rows.data(), rows.dim(0), rows.dim(1), rows.dim(2)), x.offset, group);
-      return t;
-    };
-    const auto qh = split(q, H, 1);
-    const int group = static_cast<int>(H / Hkv);
-    const bool prefill = pos == 0 && Tn > 1;
-    const auto r = prefill ? ops::attention(qh, split(k, H, group), split(v, H, group), std::nullopt, /*causal=*/true)
-                           : ops::decode_attention(qh, kc, vc, pos + Tn);
+    ops::kv_cache_append(kc, vc, data_of<S>(k.rows), k.offset, data_of<S>(v.rows), v.offset, pos);
+    const int b = static_cast<int>(B), tn = static_cast<int>(Tn), h = static_cast<int>(H), d = static_cast<int>(D);
     auto y = Tensor<S>::uninitialized({B, Tn, H * D}, "ptk::cached_attention");
-    kernels::merge_heads<S>(Tensor3<S>(y.data(), B, Tn, H * D), Tensor4<S>(r.out.data(), B, H, Tn, D), 0, false);
+    if (pos == 0 && Tn > 1) {
+      // Prefill: flash attention over the new tokens' heads (each kv head repeated for its group).
+      const auto split = [&](HeadColumns x, std::int64_t heads, int group) {
+        const Tensor<S>& rows = data_of<S>(x.rows);
+        auto t = Tensor<S>::uninitialized({B, heads, Tn, D}, "ptk::heads");
+        kernels::split_heads<S>(Tensor4<S>(t.data(), B, heads, Tn, D),
+                                Tensor3<S>(rows.data(), rows.dim(0), rows.dim(1), rows.dim(2)), x.offset, group);
+        return t;
+      };
+      const int group = static_cast<int>(H / Hkv);
+      const auto r = ops::attention(split(q, H, 1), split(k, H, group), split(v, H, group), std::nullopt, true);
+      kernels::merge_heads<S>(Tensor3<S>(y.data(), B, Tn, H * D), Tensor4<S>(r.out.data(), B, H, Tn, D), 0, false);
+    } else {
+      // Decode: q read from its rows and the output written into y's rows in place (strided heads).
+      const Tensor<S>& q_rows = data_of<S>(q.rows);
+      auto lse = Tensor<S>::uninitialized({B, H, Tn}, "ptk::decode_attention_lse");
+      ops::detail::decode_attention_heads<S>(
+          kernels::heads_of<S>(y.data(), b, tn, h * d, 0, h, d), lse,
+          kernels::heads_of<S>(q_rows.data(), b, tn, static_cast<int>(q_rows.dim(2)), q.offset, h, d), kc, vc, pos + Tn,
+          std::nullopt, 0);
+    }
     return wrap<S>(y, device);
   });
 }

@@ -11,6 +11,28 @@
 
 namespace ptk::kernels {
 
+// [B, H, T, D] heads with any strides: a contiguous tensor, or the heads of rows [B, T, W] in place (heads_of).
+template <class Space>
+using Heads = Kokkos::View<float****, Kokkos::LayoutStride, Space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+template <class Space>
+using ConstHeads = Kokkos::View<const float****, Kokkos::LayoutStride, Space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+
+// The H heads of D columns from column `offset` of rows [B, T, W], as [B, H, T, D] over the rows' storage.
+template <class Space>
+Heads<Space> heads_of(float* rows, int B, int T, int W, int offset, int H, int D) {
+  return Heads<Space>(rows + offset, Kokkos::LayoutStride(static_cast<std::size_t>(B), static_cast<std::size_t>(T) * W,
+                                                          static_cast<std::size_t>(H), static_cast<std::size_t>(D),
+                                                          static_cast<std::size_t>(T), static_cast<std::size_t>(W),
+                                                          static_cast<std::size_t>(D), 1));
+}
+
+// A contiguous [B, H, T, D] tensor as Heads.
+template <class Space>
+Heads<Space> heads_of(const Tensor4<Space>& t) {
+  const std::size_t B = t.extent(0), H = t.extent(1), T = t.extent(2), D = t.extent(3);
+  return Heads<Space>(t.data(), Kokkos::LayoutStride(B, H * T * D, H, T * D, T, D, D, 1));
+}
+
 // Flash-decoding. A few query rows against a long key range leave flash attention's query tiles
 // nearly empty, so the parallelism is taken from the keys instead: the range [0, L) is cut into
 // `splits` chunks, and a team per (batch, kv head, chunk) computes, for every query row of the kv
@@ -41,7 +63,8 @@ struct DecodeAttentionPartial {
 
   Matrix<Space> part_max, part_sum;  // [rows, splits]
   Tensor3<Space> part_acc;           // [rows, splits, D]
-  ConstTensor4<Space> q, k, v;       // q [B,Hq,Tq,D]; k, v [B,Hkv,Tmax,D]
+  ConstHeads<Space> q;               // [B,Hq,Tq,D], any strides (the heads of a projection's rows)
+  ConstTensor4<Space> k, v;          // [B,Hkv,Tmax,D]
   float scale;
   DecodeAttentionShape s;
 
@@ -157,8 +180,8 @@ struct DecodeAttentionPartial {
 // The chunks' partial results merged, in chunk order, into out and lse.
 template <class Space>
 struct DecodeAttentionMerge {
-  Tensor3<Space> out;  // [rows, 1, D] view of [B,Hq,Tq,D]
-  Vector<Space> lse;   // [rows]
+  Heads<Space> out;   // [B,Hq,Tq,D], any strides
+  Vector<Space> lse;  // [rows]
   ConstMatrix<Space> part_max, part_sum;
   ConstTensor3<Space> part_acc;
 
@@ -173,7 +196,8 @@ struct DecodeAttentionMerge {
       l += w * part_sum(row, c);
       acc += w * part_acc(row, c, d);
     }
-    out(row, 0, d) = l == 0.0f ? 0.0f : acc / l;
+    const int Tq = static_cast<int>(out.extent(2)), Hq = static_cast<int>(out.extent(1));
+    out(row / (Hq * Tq), row / Tq % Hq, row % Tq, d) = l == 0.0f ? 0.0f : acc / l;
     if (d == 0) lse(row) = l == 0.0f ? -__builtin_huge_valf() : shift + compat::log(l);
   }
 };
@@ -201,9 +225,10 @@ DecodeAttentionShape decode_attention_shape(int B, int Hq, int Hkv, int Tq, int 
 }
 
 // out [B,Hq,Tq,D] and lse [B·Hq·Tq] from q [B,Hq,Tq,D] against the first s.length positions of the cache k, v
-// [B,Hkv,Tmax,D]; part_* are the caller's workspaces: max and sum [rows, splits], acc [rows, splits, D].
+// [B,Hkv,Tmax,D]; part_* are the caller's workspaces: max and sum [rows, splits], acc [rows, splits, D]. q and out
+// may be strided views (heads_of: a projection's rows read and written in place, no split or merge copies).
 template <class Space, class Tune = Tuning<Space>>
-void decode_attention(const Tensor4<Space>& out, const Vector<Space>& lse, const ConstTensor4<Space>& q,
+void decode_attention(const Heads<Space>& out, const Vector<Space>& lse, const ConstHeads<Space>& q,
                       const ConstTensor4<Space>& k, const ConstTensor4<Space>& v, float scale,
                       const DecodeAttentionShape& s, const Matrix<Space>& part_max, const Matrix<Space>& part_sum,
                       const Tensor3<Space>& part_acc) {
@@ -216,8 +241,7 @@ void decode_attention(const Tensor4<Space>& out, const Vector<Space>& lse, const
   const int rows = s.B * s.Hq * s.Tq;
   Kokkos::parallel_for("ptk::decode_attention_merge",
                        Kokkos::MDRangePolicy<Space, Kokkos::Rank<2>>({0, 0}, {rows, s.D}),
-                       DecodeAttentionMerge<Space>{Tensor3<Space>(out.data(), rows, 1, s.D), lse, part_max, part_sum,
-                                                   part_acc});
+                       DecodeAttentionMerge<Space>{out, lse, part_max, part_sum, part_acc});
 }
 
 }  // namespace ptk::kernels

@@ -4,8 +4,8 @@
 // keys 0 … L − Tq + i (causal), query head h the kv head h / (Hq/Hkv) (grouped-query attention; Hkv = Hq is
 // multi-head attention). scale defaults to 1/sqrt(D). Also returns lse[B,Hq,Tq] as ops::attention does.
 // Positions L … Tmax − 1 of the cache are never read.
-// kv_cache_append: writes the heads of a projection's rows [B,Tn,W] (columns offset … offset + Hkv·D) into
-// positions pos … pos + Tn − 1 of a cache [B,Hkv,Tmax,D].
+// kv_cache_append: writes the heads of the new tokens' keys and values, projection rows [B,Tn,W] (columns offset …
+// offset + Hkv·D of each), into positions pos … pos + Tn − 1 of the caches [B,Hkv,Tmax,D].
 #include <cmath>
 #include <optional>
 
@@ -26,19 +26,21 @@ void check_cache(const char* op, const Tensor<Space>& k_cache, const Tensor<Spac
 }
 }  // namespace detail
 
-// splits: how many key chunks are reduced in parallel and merged (0: chosen from the shape and the space's
-// concurrency, kernels::decode_attention_shape). Any value gives the same result up to rounding.
+namespace detail {
+// decode_attention over heads views (q may be the heads of a projection's rows; out is written in place).
 template <class Space>
-AttentionOutputs<Space> decode_attention(const Tensor<Space>& q, const Tensor<Space>& k_cache,
-                                         const Tensor<Space>& v_cache, std::int64_t length,
-                                         std::optional<float> scale = std::nullopt, int splits = 0) {
+void decode_attention_heads(const kernels::Heads<Space>& out, const Tensor<Space>& lse,
+                            const kernels::ConstHeads<Space>& q, const Tensor<Space>& k_cache,
+                            const Tensor<Space>& v_cache, std::int64_t length, std::optional<float> scale, int splits) {
   const char* op = "decode_attention";
-  check_tensor(op, "Q", q, 4, 4);
-  detail::check_cache(op, k_cache, v_cache);
-  const auto shapes = lazy([&] { return "Q " + to_string(q.shape()) + ", K cache " + to_string(k_cache.shape()); });
-  const auto B = q.dim(0), Hq = q.dim(1), Tq = q.dim(2), D = q.dim(3), Hkv = k_cache.dim(1), Tmax = k_cache.dim(2);
-  require(k_cache.dim(0) == B && k_cache.dim(3) == D, op, ": Q [B,Hq,Tq,D] and the cache [B,Hkv,Tmax,D] must agree in B and D, got ",
-          shapes);
+  check_cache(op, k_cache, v_cache);
+  const auto B = static_cast<std::int64_t>(q.extent(0)), Hq = static_cast<std::int64_t>(q.extent(1)),
+             Tq = static_cast<std::int64_t>(q.extent(2)), D = static_cast<std::int64_t>(q.extent(3));
+  const auto Hkv = k_cache.dim(1), Tmax = k_cache.dim(2);
+  const auto shapes = lazy([&] { return "Q " + to_string(Shape{B, Hq, Tq, D}) + ", K cache " + to_string(k_cache.shape()); });
+  require(B > 0 && Hq > 0 && Tq > 0 && D > 0, op, ": Q must not be empty, got ", shapes);
+  require(k_cache.dim(0) == B && k_cache.dim(3) == D, op,
+          ": Q [B,Hq,Tq,D] and the cache [B,Hkv,Tmax,D] must agree in B and D, got ", shapes);
   require(Hq % Hkv == 0, op, ": the query heads Hq = ", Hq, " are not a multiple of the cache's kv heads Hkv = ", Hkv,
           " (", shapes, ")");
   require(length >= Tq && length <= Tmax, op, ": length ", length, " must be in [Tq, Tmax] = [", Tq, ", ", Tmax,
@@ -48,35 +50,57 @@ AttentionOutputs<Space> decode_attention(const Tensor<Space>& q, const Tensor<Sp
                                                         static_cast<int>(Tq), static_cast<int>(D),
                                                         static_cast<int>(length), splits);
   const auto rows = B * Hq * Tq;
-  AttentionOutputs<Space> r{Tensor<Space>::uninitialized(q.shape(), "ptk::decode_attention"),
-                            Tensor<Space>::uninitialized({B, Hq, Tq}, "ptk::decode_attention_lse")};
   auto part_max = Tensor<Space>::uninitialized({rows, s.splits}, "ptk::decode_attention_max");
   auto part_sum = Tensor<Space>::uninitialized({rows, s.splits}, "ptk::decode_attention_sum");
   auto part_acc = Tensor<Space>::uninitialized({rows, s.splits, D}, "ptk::decode_attention_acc");
   const auto as4 = [](const Tensor<Space>& t) { return Tensor4<Space>(t.data(), t.dim(0), t.dim(1), t.dim(2), t.dim(3)); };
-  kernels::decode_attention<Space>(as4(r.out), r.lse.flat(), as4(q), as4(k_cache), as4(v_cache),
+  kernels::decode_attention<Space>(out, lse.flat(), q, as4(k_cache), as4(v_cache),
                                    scale.value_or(1.0f / std::sqrt(static_cast<float>(D))), s,
                                    Matrix<Space>(part_max.data(), rows, s.splits),
                                    Matrix<Space>(part_sum.data(), rows, s.splits),
                                    Tensor3<Space>(part_acc.data(), rows, s.splits, D));
+}
+}  // namespace detail
+
+// splits: how many key chunks are reduced in parallel and merged (0: chosen from the shape and the space's
+// concurrency, kernels::decode_attention_shape). Any value gives the same result up to rounding.
+template <class Space>
+AttentionOutputs<Space> decode_attention(const Tensor<Space>& q, const Tensor<Space>& k_cache,
+                                         const Tensor<Space>& v_cache, std::int64_t length,
+                                         std::optional<float> scale = std::nullopt, int splits = 0) {
+  check_tensor("decode_attention", "Q", q, 4, 4);
+  detail::check_cache("decode_attention", k_cache, v_cache);
+  AttentionOutputs<Space> r{Tensor<Space>::uninitialized(q.shape(), "ptk::decode_attention"),
+                            Tensor<Space>::uninitialized({q.dim(0), q.dim(1), q.dim(2)}, "ptk::decode_attention_lse")};
+  const auto as4 = [](const Tensor<Space>& t) { return Tensor4<Space>(t.data(), t.dim(0), t.dim(1), t.dim(2), t.dim(3)); };
+  detail::decode_attention_heads<Space>(kernels::heads_of(as4(r.out)), r.lse, kernels::heads_of(as4(q)), k_cache, v_cache,
+                                        length, scale, splits);
   return r;
 }
 
 template <class Space>
-void kv_cache_append(const Tensor<Space>& cache, const Tensor<Space>& rows, std::int64_t offset, std::int64_t pos) {
+void kv_cache_append(const Tensor<Space>& k_cache, const Tensor<Space>& v_cache, const Tensor<Space>& k_rows,
+                     std::int64_t k_offset, const Tensor<Space>& v_rows, std::int64_t v_offset, std::int64_t pos) {
   const char* op = "kv_cache_append";
-  check_tensor(op, "cache", cache, 4, 4);
-  check_tensor(op, "rows", rows, 3, 3);
-  const auto B = cache.dim(0), H = cache.dim(1), Tmax = cache.dim(2), D = cache.dim(3), Tn = rows.dim(1);
-  const auto shapes = lazy([&] { return "cache " + to_string(cache.shape()) + ", rows " + to_string(rows.shape()); });
-  require(rows.dim(0) == B, op, ": the rows' batch differs from the cache's: ", shapes);
-  require(offset >= 0 && offset + H * D <= rows.dim(2), op, ": columns [", offset, ", ", offset + H * D,
-          ") of the rows hold the heads, but the rows have ", rows.dim(2), " columns (", shapes, ")");
+  detail::check_cache(op, k_cache, v_cache);
+  check_tensor(op, "k rows", k_rows, 3, 3);
+  check_tensor(op, "v rows", v_rows, 3, 3);
+  const auto B = k_cache.dim(0), H = k_cache.dim(1), Tmax = k_cache.dim(2), D = k_cache.dim(3), Tn = k_rows.dim(1);
+  const auto shapes = lazy([&] {
+    return "cache " + to_string(k_cache.shape()) + ", k rows " + to_string(k_rows.shape()) + ", v rows " +
+           to_string(v_rows.shape());
+  });
+  require(k_rows.dim(0) == B && v_rows.dim(0) == B && v_rows.dim(1) == Tn, op,
+          ": the k and v rows must be [B, Tn, ·] with the cache's batch: ", shapes);
+  require(k_offset >= 0 && k_offset + H * D <= k_rows.dim(2) && v_offset >= 0 && v_offset + H * D <= v_rows.dim(2), op,
+          ": columns [", k_offset, ", ", k_offset + H * D, ") of the k rows and [", v_offset, ", ", v_offset + H * D,
+          ") of the v rows hold the heads, beyond the rows' columns (", shapes, ")");
   require(pos >= 0 && pos + Tn <= Tmax, op, ": positions [", pos, ", ", pos + Tn, ") do not fit the cache's Tmax = ",
           Tmax, " (", shapes, ")");
-  kernels::kv_cache_append<Space>(Tensor4<Space>(cache.data(), B, H, Tmax, D),
-                                  ConstTensor3<Space>(rows.data(), B, Tn, rows.dim(2)), static_cast<int>(offset),
-                                  static_cast<int>(pos));
+  const auto as3 = [](const Tensor<Space>& t) { return ConstTensor3<Space>(t.data(), t.dim(0), t.dim(1), t.dim(2)); };
+  const auto as4 = [](const Tensor<Space>& t) { return Tensor4<Space>(t.data(), t.dim(0), t.dim(1), t.dim(2), t.dim(3)); };
+  kernels::kv_cache_append<Space>(as4(k_cache), as4(v_cache), as3(k_rows), static_cast<int>(k_offset), as3(v_rows),
+                                  static_cast<int>(v_offset), static_cast<int>(pos));
 }
 
 }  // namespace ptk::ops
