@@ -4,9 +4,11 @@
 #include <optional>
 
 #include "ptk/autograd/storage.hpp"
+#include "ptk/kernels/add.hpp"
 #include "ptk/kernels/heads.hpp"
 #include "ptk/ops/attention.hpp"
 #include "ptk/ops/decode_attention.hpp"
+#include "ptk/ops/matmul.hpp"
 #include "ptk/ops/sampling.hpp"
 
 namespace ptk::ag {
@@ -83,6 +85,26 @@ Var cached_attention(HeadColumns q, HeadColumns k, HeadColumns v, int n_head, co
           std::nullopt, 0);
     }
     return wrap<S>(y, device);
+  });
+}
+
+void accumulate_linear(const Var& x, const Var& a, const Var& weight, const Var& bias) {
+  const char* op = "accumulate_linear";
+  check_same_device(op, x, "x", a, "a");
+  check_same_device(op, x, "x", weight, "weight");
+  if (bias.defined()) check_same_device(op, x, "x", bias, "bias");
+  const Shape &xs = x.shape(), &as = a.shape(), &ws = weight.shape();
+  require(ws.size() == 2 && !as.empty() && as.back() == ws[1] && !xs.empty() && xs.back() == ws[0] &&
+              x.numel() / ws[0] == a.numel() / ws[1],
+          op, ": x ", xs, " += a ", as, " · weightᵀ (weight ", ws, "): weight must be [out, in] with a's rows of in, x's of out");
+  if (bias.defined())
+    require(bias.shape() == Shape{ws[0]}, op, ": bias has shape ", bias.shape(), ", expected [", ws[0], "]");
+  on_device(x.device(), [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    const auto rows = a.numel() / ws[1];
+    const Tensor<S> x2 = data_of<S>(x).reshape({rows, ws[0]});
+    ops::matmul_accumulate(x2, data_of<S>(a).reshape({rows, ws[1]}), data_of<S>(weight), false, true);
+    if (bias.defined()) kernels::bias_forward<S>(x2.rows(), x2.rows(), data_of<S>(bias).flat());
   });
 }
 

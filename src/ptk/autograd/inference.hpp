@@ -25,6 +25,11 @@ struct HeadColumns {
 Var cached_attention(HeadColumns q, HeadColumns k, HeadColumns v, int n_head, const Var& k_cache, const Var& v_cache,
                      int pos);
 
+// x[..., out] += a[..., in] · weight[out, in]ᵀ + bias[out] (bias may be undefined), in place: a residual
+// connection without a separate add (a decode step's launches cost more than its arithmetic). x's old value is
+// gone: only for a residual stream that nothing else holds.
+void accumulate_linear(const Var& x, const Var& a, const Var& weight, const Var& bias = Var());
+
 // x [B, T, C] -> [B, C]: the last position of each sequence.
 Var last_position(const Var& x);
 

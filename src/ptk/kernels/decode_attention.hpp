@@ -67,6 +67,8 @@ struct DecodeAttentionPartial {
   ConstTensor4<Space> k, v;          // [B,Hkv,Tmax,D]
   float scale;
   DecodeAttentionShape s;
+  Heads<Space> out;  // written here when there is one chunk (splits == 1)
+  Vector<Space> lse;
 
   struct Scratch {
     ScratchMatrix Qs;  // [RB, D] query rows, pre-multiplied by scale
@@ -173,6 +175,14 @@ struct DecodeAttentionPartial {
         part_max(row, split) = sc.m(r);
         part_sum(row, split) = sc.l(r);
       });
+      if (s.splits == 1) {  // the only chunk: the merge would divide by l and nothing else (it is not launched)
+        const float l = sc.l(r), m = sc.m(r);
+        Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, s.D),
+                             [&](int d) { out(b, h, i, d) = l == 0.0f ? 0.0f : acc[d] / l; });
+        Kokkos::single(Kokkos::PerThread(team), [&]() {
+          lse(row) = l == 0.0f ? -__builtin_huge_valf() : (m == -__builtin_huge_valf() ? 0.0f : m) + compat::log(l);
+        });
+      }
     });
   }
 };
@@ -237,7 +247,8 @@ void decode_attention(const Heads<Space>& out, const Vector<Space>& lse, const C
   const std::size_t bytes = scratch_bytes<Kernel>(s.D, s.chunk);
   typename Kernel::Policy policy(s.B * s.Hkv * s.splits, Tiles::team_size, Tiles::vector_length);
   Kokkos::parallel_for("ptk::decode_attention", policy.set_scratch_size(Tiles::scratch_level, Kokkos::PerTeam(bytes)),
-                       Kernel{part_max, part_sum, part_acc, q, k, v, scale, s});
+                       Kernel{part_max, part_sum, part_acc, q, k, v, scale, s, out, lse});
+  if (s.splits == 1) return;
   const int rows = s.B * s.Hq * s.Tq;
   Kokkos::parallel_for("ptk::decode_attention_merge",
                        Kokkos::MDRangePolicy<Space, Kokkos::Rank<2>>({0, 0}, {rows, s.D}),

@@ -29,16 +29,17 @@ ag::Var gpt2_cached(const Gpt& model, KvCache& cache, const ag::Ids& ids, const 
   const GptConfig& c = model.config();
   const auto p = [&](const std::string& name) -> const ag::Var& { return model.parameter(name); };
   const int C = c.n_embd, pos = cache.length;
+  // The residual stream: a tensor of its own, updated in place by each block's two projections.
   ag::Var x = ag::add(ag::embedding(ids, p("wte.weight")), ag::embedding(positions, p("wpe.weight")));
   for (int i = 0; i < c.n_layer; ++i) {
     const std::string h = "h." + std::to_string(i) + ".";
     ag::Var a = ag::layernorm(x, p(h + "ln_1.weight"), p(h + "ln_1.bias"), c.norm_eps);
     const ag::Var qkv = ag::linear(a, p(h + "attn.c_attn.weight"), p(h + "attn.c_attn.bias"));
     a = ag::cached_attention({qkv, 0}, {qkv, C}, {qkv, 2 * C}, c.n_head, cache.k[i], cache.v[i], pos);
-    x = ag::add(x, ag::linear(a, p(h + "attn.c_proj.weight"), p(h + "attn.c_proj.bias")));
+    ag::accumulate_linear(x, a, p(h + "attn.c_proj.weight"), p(h + "attn.c_proj.bias"));
     ag::Var m = ag::layernorm(x, p(h + "ln_2.weight"), p(h + "ln_2.bias"), c.norm_eps);
     m = ag::gelu(ag::linear(m, p(h + "mlp.c_fc.weight"), p(h + "mlp.c_fc.bias")));
-    x = ag::add(x, ag::linear(m, p(h + "mlp.c_proj.weight"), p(h + "mlp.c_proj.bias")));
+    ag::accumulate_linear(x, m, p(h + "mlp.c_proj.weight"), p(h + "mlp.c_proj.bias"));
   }
   if (!all_positions) x = ag::last_position(x);
   x = ag::layernorm(x, p("ln_f.weight"), p("ln_f.bias"), c.norm_eps);
@@ -51,7 +52,7 @@ ag::Var llama_cached(const Gpt& model, KvCache& cache, const ag::Ids& ids, bool 
   const auto p = [&](const std::string& name) -> const ag::Var& { return model.parameter(name); };
   const int H = c.n_head, Hkv = kv_heads(c), pos = cache.length;
   const float eps = c.norm_eps, base = c.rope_base;
-  ag::Var x = ag::embedding(ids, p("model.embed_tokens.weight"));
+  ag::Var x = ag::embedding(ids, p("model.embed_tokens.weight"));  // the residual stream, updated in place
   for (int i = 0; i < c.n_layer; ++i) {
     const std::string l = "model.layers." + std::to_string(i) + ".";
     const ag::Var h = ag::rmsnorm(x, p(l + "input_layernorm.weight"), eps);
@@ -59,11 +60,11 @@ ag::Var llama_cached(const Gpt& model, KvCache& cache, const ag::Ids& ids, bool 
     const ag::Var k = ag::rope(ag::linear(h, p(l + "self_attn.k_proj.weight")), Hkv, pos, base);
     const ag::Var v = ag::linear(h, p(l + "self_attn.v_proj.weight"));
     const ag::Var a = ag::cached_attention({q, 0}, {k, 0}, {v, 0}, H, cache.k[i], cache.v[i], pos);
-    x = ag::add(x, ag::linear(a, p(l + "self_attn.o_proj.weight")));
+    ag::accumulate_linear(x, a, p(l + "self_attn.o_proj.weight"));
     const ag::Var m = ag::rmsnorm(x, p(l + "post_attention_layernorm.weight"), eps);
     const ag::Var gated =
         ag::mul(ag::silu(ag::linear(m, p(l + "mlp.gate_proj.weight"))), ag::linear(m, p(l + "mlp.up_proj.weight")));
-    x = ag::add(x, ag::linear(gated, p(l + "mlp.down_proj.weight")));
+    ag::accumulate_linear(x, gated, p(l + "mlp.down_proj.weight"));
   }
   if (!all_positions) x = ag::last_position(x);
   x = ag::rmsnorm(x, p("model.norm.weight"), eps);
