@@ -1,9 +1,13 @@
 #pragma once
 // rope: rotary position embedding with half-split pairs (GPT-NeoX / Llama) over the last dim D (even) of a
 // rank-4 X, laid out [B,T,H,D] (RopeLayout::bthd) or [B,H,T,D] (RopeLayout::bhtd). Position t is rotated by
-// θ_i = (t + pos_offset) · base^(-2i/D); the cos/sin tables are computed here in double, once per call.
+// θ_i = (t + pos_offset) · base^(-2i/D); the cos/sin tables are computed here in double, once per (D, base) and
+// kept (RopeTableCache).
 // rope_backward accumulates dX += the inverse rotation of dY.
+#include <algorithm>
 #include <cmath>
+#include <map>
+#include <utility>
 #include <vector>
 
 #include "ptk/kernels/rope.hpp"
@@ -16,25 +20,56 @@ enum class RopeLayout { bthd, bhtd };
 namespace detail {
 template <class Space>
 struct RopeTables {
-  Matrix<Space> cos, sin;
+  ConstMatrix<Space> cos, sin;  // [T, D/2]: positions pos_offset … pos_offset + T − 1
+};
+
+// The tables of one (D, base), positions 0 … rows − 1, computed in double once and grown (doubling) when a
+// call needs later positions; a call gets a view of its rows, so a decode step (T = 1 at a growing offset) and
+// a training step (T = block at offset 0) compute and upload nothing after the first. Values are those a
+// per-call computation gives, bit for bit (the same double expression per position). Host-thread only, as
+// every op; released when Kokkos finalizes.
+template <class Space>
+class RopeTableCache {
+ public:
+  static RopeTables<Space> get(std::int64_t T, std::int64_t D, std::int64_t pos_offset, double base) {
+    static RopeTableCache cache;
+    auto& e = cache.entries_[{D, base}];
+    const std::int64_t need = pos_offset + T;
+    if (e.rows < need) e = fill(std::max(need, 2 * e.rows), D, base);
+    // Subviews hold their tables: a later call that grows them cannot free what a queued kernel reads.
+    const auto rows = std::make_pair(pos_offset, need);
+    return {Kokkos::subview(e.cos, rows, Kokkos::ALL), Kokkos::subview(e.sin, rows, Kokkos::ALL)};
+  }
+
+ private:
+  struct Entry {
+    std::int64_t rows = 0;
+    Matrix<Space> cos, sin;
+  };
+  RopeTableCache() {
+    Kokkos::push_finalize_hook([this] { entries_.clear(); });
+  }
+  static Entry fill(std::int64_t rows, std::int64_t D, double base) {
+    const auto half = D / 2;
+    std::vector<float> c(static_cast<std::size_t>(rows * half)), s(c.size());
+    for (std::int64_t t = 0; t < rows; ++t)
+      for (std::int64_t i = 0; i < half; ++i) {
+        const double theta = static_cast<double>(t) * std::pow(base, -2.0 * static_cast<double>(i) / static_cast<double>(D));
+        c[static_cast<std::size_t>(t * half + i)] = static_cast<float>(std::cos(theta));
+        s[static_cast<std::size_t>(t * half + i)] = static_cast<float>(std::sin(theta));
+      }
+    Entry e{rows, Matrix<Space>("ptk::rope_cos", rows, half), Matrix<Space>("ptk::rope_sin", rows, half)};
+    using Host = Kokkos::View<const float**, Kokkos::LayoutRight, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+    Kokkos::deep_copy(e.cos, Host(c.data(), rows, half));
+    Kokkos::deep_copy(e.sin, Host(s.data(), rows, half));
+    return e;
+  }
+  std::map<std::pair<std::int64_t, double>, Entry> entries_;
 };
 
 template <class Space>
 RopeTables<Space> rope_tables(std::int64_t T, std::int64_t D, std::int64_t pos_offset, double base) {
-  const auto half = D / 2;
-  std::vector<float> c(static_cast<std::size_t>(T * half)), s(c.size());
-  for (std::int64_t t = 0; t < T; ++t)
-    for (std::int64_t i = 0; i < half; ++i) {
-      const double theta = static_cast<double>(t + pos_offset) * std::pow(base, -2.0 * static_cast<double>(i) / static_cast<double>(D));
-      c[static_cast<std::size_t>(t * half + i)] = static_cast<float>(std::cos(theta));
-      s[static_cast<std::size_t>(t * half + i)] = static_cast<float>(std::sin(theta));
-    }
-  RopeTables<Space> r{Matrix<Space>("ptk::rope_cos", T, half), Matrix<Space>("ptk::rope_sin", T, half)};
-  Kokkos::deep_copy(r.cos, Kokkos::View<const float**, Kokkos::LayoutRight, Kokkos::HostSpace,
-                                        Kokkos::MemoryTraits<Kokkos::Unmanaged>>(c.data(), T, half));
-  Kokkos::deep_copy(r.sin, Kokkos::View<const float**, Kokkos::LayoutRight, Kokkos::HostSpace,
-                                        Kokkos::MemoryTraits<Kokkos::Unmanaged>>(s.data(), T, half));
-  return r;
+  return RopeTableCache<Space>::get(T, D, pos_offset, base);
 }
 
 template <class Space>

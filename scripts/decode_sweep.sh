@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The decode sweep, ptk against PyTorch on this machine in one session: ptk_bench's `decode` family (one KV-cache
+# generation step at a fixed context; benchmarks/decode_bench.cpp) and scripts/decode_torch.py (the same steps in
+# PyTorch, its own thread pool), then a markdown table of tokens/s and their ratio.
+#   scripts/decode_sweep.sh [BUILD_DIR] [OUT_DIR] [--quick]      (defaults: build/cpu, decode-sweep)
+# Needs /usr/bin/python3 with torch (Debian: python3-torch). Both sides use OMP_NUM_THREADS (default 2) threads.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build/cpu} out=${2:-decode-sweep} quick=()
+[ "${3:-}" = "--quick" ] && quick=(--quick)
+threads=${OMP_NUM_THREADS:-2}
+[ -x "$build/ptk_bench" ] || { echo "decode_sweep: no $build/ptk_bench (build the preset first: scripts/build.sh)" >&2; exit 2; }
+/usr/bin/python3 -c 'import torch' 2>/dev/null || { echo "decode_sweep: /usr/bin/python3 has no torch (apt-get install python3-torch)" >&2; exit 2; }
+mkdir -p "$out"
+echo "[decode_sweep] ptk: $build/ptk_bench --benchmark_filter='^decode/' (OMP_NUM_THREADS=$threads)"
+OMP_NUM_THREADS=$threads "$build/ptk_bench" "${quick[@]}" --benchmark_filter='^decode/' \
+  --benchmark_out="$out/ptk_decode.json" --benchmark_out_format=json
+echo "[decode_sweep] PyTorch: scripts/decode_torch.py --threads $threads"
+/usr/bin/python3 scripts/decode_torch.py "${quick[@]}" --threads "$threads" --out "$out/torch_decode.json" \
+  --ptk "$out/ptk_decode.json" | tee "$out/decode.log"
+sed -n '/^| model/,$p' "$out/decode.log" >"$out/decode.md"
+echo "[decode_sweep] table: $out/decode.md"
