@@ -8,7 +8,11 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <iostream>
 #include <string>
+#include <vector>
+
+#include "commands.hpp"
 
 namespace ptk::tools {
 
@@ -52,6 +56,34 @@ inline CLI::Validator positive_finite() {
         return "";
       },
       "a finite number > 0");
+}
+
+// A finite number in [lo, hi] (no nan, no inf), named by its bounds as given: "a number in [0, 1]".
+inline CLI::Validator finite_in(double lo, double hi, const std::string& bounds) {
+  const std::string what = "a number in " + bounds;
+  return CLI::Validator(
+      [=](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(text.c_str(), &end);
+        if (text.empty() || *end != '\0' || !std::isfinite(v) || v < lo || v > hi) return "'" + text + "' is not " + what;
+        return "";
+      },
+      what);
+}
+
+// Parses `args` (as main received them) into `app`. Returns true when --help was asked for and printed (the
+// command then exits 0); a bad command line is a UsageError "<command>: <what> (ptk <command> --help ...)".
+inline bool parse_command_line(CLI::App& app, const std::vector<std::string>& args, const std::string& command) {
+  std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 parses a reversed vector
+  try {
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp&) {
+    std::cout << app.help();
+    return true;
+  } catch (const CLI::ParseError& e) {
+    throw UsageError{command + ": " + std::string(e.what()) + " (ptk " + command + " --help lists the options)"};
+  }
+  return false;
 }
 
 }  // namespace ptk::tools

@@ -75,23 +75,15 @@ int generate_command(const Args& args) {
   auto* n = app.add_option("-n", o.n, "bytes to generate (at most block_size + 1 - the prompt's length)")
                 ->capture_default_str()->check(whole_number(0, 1 << 30));
   app.add_option("--temperature", o.temperature, "0: greedy; below 1 sharper, above 1 flatter")
-      ->capture_default_str()->check(CLI::Range(0.0f, 1e6f));
+      ->capture_default_str()->check(finite_in(0, 1e6, "[0, 1e6]"));
   app.add_option("--top-k", o.top_k, "draw from the K most likely (0: no limit; ties with the K-th kept)")
       ->capture_default_str()->check(whole_number(0, 1 << 30));
   app.add_option("--top-p", o.top_p, "draw from the smallest most-likely set of probability >= P (1: no limit)")
-      ->capture_default_str()->check(CLI::Range(1e-6f, 1.0f));
+      ->capture_default_str()->check(finite_in(1e-6, 1, "[1e-6, 1]"));
   app.add_option("--seed", o.seed, "seeds the draws")->capture_default_str()->check(seed_number());
   app.add_option("--device", o.device, "host or default (the GPU in a GPU build)")
       ->capture_default_str()->check(CLI::IsMember({"host", "default"}));
-  std::vector<std::string> reversed(args.rbegin(), args.rend());
-  try {
-    app.parse(reversed);
-  } catch (const CLI::CallForHelp&) {
-    std::cout << app.help();
-    return 0;
-  } catch (const CLI::ParseError& e) {
-    throw UsageError{"generate: " + std::string(e.what()) + " (ptk generate --help lists the options)"};
-  }
+  if (parse_command_line(app, args, "generate")) return 0;
 
   const ag::Device device = ag::parse_device(o.device);
   const nn::Checkpoint checkpoint = nn::load_checkpoint(o.load, /*with_training_state=*/false);

@@ -162,15 +162,7 @@ int train_command(const Args& args) {
   CLI::App app{"Train a byte-level language model (GPT-2 or Llama architecture) on a text (first 90 % trains, last 10 % validates).",
                "ptk train"};
   const Given given = add_options(app, o);
-  std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 parses a reversed vector
-  try {
-    app.parse(reversed);
-  } catch (const CLI::CallForHelp&) {
-    std::cout << app.help();
-    return 0;
-  } catch (const CLI::ParseError& e) {
-    throw UsageError{"train: " + std::string(e.what()) + " (ptk train --help lists the options)"};
-  }
+  if (parse_command_line(app, args, "train")) return 0;
   if (o.weights_only && o.load.empty()) throw UsageError{"train: --weights-only needs --load"};
   if (o.save_every > 0 && o.save.empty()) throw UsageError{"train: --save-every needs --save (where to save)"};
 
