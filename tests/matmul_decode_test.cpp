@@ -60,7 +60,8 @@ TEST(MatmulDecode, AlphaBeta) {
 }
 
 // The host's K-blocked sweep (HostDecode::k_block) against the one-sweep path on the same data: bit
-// for bit equal (each lane adds its k in the same order), and both within tolerance of the oracle.
+// for bit equal (each lane adds its k in the same order), and within tolerance of the oracle. The
+// host tunings are named, so the GPU-geometry build (whose default is the GPU's) runs them too.
 // K straddles slice boundaries (a last slice shorter than k_block, a tail past the last full
 // block); the grouped tuning takes 3 W rows together, so a team's 16 rows end with a single.
 struct OneSweep : kernels::HostDecode {
@@ -86,7 +87,7 @@ TEST(MatmulDecode, KBlockedSweepMatchesOneSweep) {
         reference::matmul_forward(want.data(), x.data(), w.data(), 1, M, N, K, false, true, false, false);
         const auto X = Tensor<S>::from_host({M, K}, x), W = Tensor<S>::from_host({N, K}, w);
         const Tensor<S> blocked({M, N}), grouped({M, N}), one({M, N});
-        kernels::matmul_decode<S>(blocked.rows(), X.rows(), W.rows());
+        kernels::matmul_decode<S, DecodeTune<kernels::HostDecode>>(blocked.rows(), X.rows(), W.rows());
         kernels::matmul_decode<S, DecodeTune<GroupedSlices>>(grouped.rows(), X.rows(), W.rows());
         kernels::matmul_decode<S, DecodeTune<OneSweep>>(one.rows(), X.rows(), W.rows());
         EXPECT_EQ(blocked.to_vector(), one.to_vector()) << name;

@@ -106,11 +106,14 @@ struct GpuMatmul {
 // keeping `lanes` partial sums per (x row, W row) pair (k = block + l * vector_length + v, as the row
 // ops): every W vector loaded feeds R FMAs and every x vector J. Host: a team is one thread, 16
 // slots (one AVX-512 register) a pair; 16 W rows a team leave 64 teams at N = 1024 for dynamic
-// scheduling. J was measured per R on the 2-vCPU EPYC (docs/benchmarks.md, "Decode matmul"): R = 1
-// needs J = 4 (4 independent FMA chains: 37 GB/s against 16 with J = 1), R = 8 takes J = 2 (16
-// accumulators: 15-18 against 10-12 GB/s), and R = 4 fell to 3-6 GB/s with J = 2 or 4 (g++ then
-// assembles the vectors through the stack), so the other R keep J = 1. GPU: a warp per W row
-// (coalesced loads), 4 slots a lane for independent FMA chains, 4 warps a block (not yet measured).
+// scheduling. For R >= 2 the host sweeps K in slices of k_block(R) floats, all the team's rows over
+// one slice before the next, so the R x rows' slice (16 KB at R = 8) stays in L1 rather than R x
+// vectors per W vector coming from L2. Measured on the 2-vCPU EPYC (docs/benchmarks.md, "Decode
+// matmul"): R = 1 needs J = 4 and no slices (4 independent FMA chains: 37 GB/s against 16 with
+// J = 1; x is only K floats); with slices, J = 1 was the fastest for R = 2, 4, 8 (J = 2 and 3 only
+// add x loads or registers), and 512-float slices beat 256, 1024 and 2048. GPU: a warp per W row
+// (coalesced loads, no slices), 4 slots a lane for independent FMA chains, 4 warps a block (not yet
+// measured).
 struct HostDecode {
   static constexpr bool host = true;
   static constexpr int rows_per_team = 16;
