@@ -59,11 +59,12 @@ TEST(MatmulDecode, AlphaBeta) {
     }
 }
 
-// The host's K-blocked sweep (HostDecode::k_block) against the one-sweep path on the same data: bit
-// for bit equal (each lane adds its k in the same order), and within tolerance of the oracle. The
-// host tunings are named, so the GPU-geometry build (whose default is the GPU's) runs them too.
-// K straddles slice boundaries (a last slice shorter than k_block, a tail past the last full
-// block); the grouped tuning takes 3 W rows together, so a team's 16 rows end with a single.
+// The host's K-blocked sweep (HostDecode::k_block, and a tuning that slices every R with groups of 3
+// W rows, so a team's 16 rows end with a single) against the oracle and against the one-sweep path,
+// on K that straddles slice boundaries (a last slice shorter than k_block, a tail past the last full
+// block); a second run must repeat it bit for bit. (The sliced and one-sweep paths add each lane's
+// k in the same order, but g++ may contract a different set of them into FMAs, so they are only
+// compared within tolerance.) The tunings are named, so the GPU-geometry build runs them too.
 struct OneSweep : kernels::HostDecode {
   static constexpr int k_block(int) { return 0; }
 };
@@ -76,9 +77,9 @@ struct DecodeTune {
   using decode = Decode;
 };
 
-TEST(MatmulDecode, KBlockedSweepMatchesOneSweep) {
+TEST(MatmulDecode, KBlockedSweep) {
   using S = Kokkos::DefaultHostExecutionSpace;
-  for (std::int64_t M : {2, 5, 8})
+  for (std::int64_t M : {3, 5, 8})
     for (std::int64_t N : {1, 17, 40})
       for (std::int64_t K : {15, 64, 511, 1000, 1047}) {
         const auto name = case_name(M, N, K);
@@ -90,9 +91,11 @@ TEST(MatmulDecode, KBlockedSweepMatchesOneSweep) {
         kernels::matmul_decode<S, DecodeTune<kernels::HostDecode>>(blocked.rows(), X.rows(), W.rows());
         kernels::matmul_decode<S, DecodeTune<GroupedSlices>>(grouped.rows(), X.rows(), W.rows());
         kernels::matmul_decode<S, DecodeTune<OneSweep>>(one.rows(), X.rows(), W.rows());
-        EXPECT_EQ(blocked.to_vector(), one.to_vector()) << name;
-        EXPECT_EQ(grouped.to_vector(), one.to_vector()) << name;
-        EXPECT_TRUE(all_close(blocked.to_vector(), want, {M, N}, tolerance::matmul(K))) << name;
+        const Tensor<S> again({M, N});
+        kernels::matmul_decode<S, DecodeTune<GroupedSlices>>(again.rows(), X.rows(), W.rows());
+        EXPECT_EQ(grouped.to_vector(), again.to_vector()) << name;
+        for (const auto* result : {&blocked, &grouped, &one})
+          EXPECT_TRUE(all_close(result->to_vector(), want, {M, N}, tolerance::matmul(K))) << name;
       }
 }
 

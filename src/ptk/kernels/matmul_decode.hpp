@@ -31,7 +31,7 @@ struct RowDots {
 // row and L of every x row once and feeds them to R·J·L independent FMA chains. x rows lie `ldx`
 // apart, W rows `ldw`; begin and end are multiples of the block width L·V.
 template <int R, int J, class Traits>
-KOKKOS_INLINE_FUNCTION void lane_accumulate(float (&acc)[R * J][Traits::lanes], const float* x, std::size_t ldx,
+KOKKOS_FORCEINLINE_FUNCTION void lane_accumulate(float (&acc)[R * J][Traits::lanes], const float* x, std::size_t ldx,
                                             const float* w, std::size_t ldw, int begin, int end, int v) {
   constexpr int L = Traits::lanes, V = Traits::vector_length, W = L * V;
   for (int b = begin; b < end; b += W) {
@@ -57,7 +57,7 @@ KOKKOS_INLINE_FUNCTION void lane_accumulate(float (&acc)[R * J][Traits::lanes], 
 // The dots of lane v from its partial sums: the k past the last full block (K - full of them, at
 // most one per slot), then each slot's L partials summed pairwise.
 template <int R, int J, class Traits>
-KOKKOS_INLINE_FUNCTION RowDots<R * J> lane_finish(float (&acc)[R * J][Traits::lanes], const float* x, std::size_t ldx,
+KOKKOS_FORCEINLINE_FUNCTION RowDots<R * J> lane_finish(float (&acc)[R * J][Traits::lanes], const float* x, std::size_t ldx,
                                                   const float* w, std::size_t ldw, int full, int K, int v) {
   constexpr int L = Traits::lanes, V = Traits::vector_length;
   for (int l = 0; l < L; ++l) {
@@ -72,15 +72,39 @@ KOKKOS_INLINE_FUNCTION RowDots<R * J> lane_finish(float (&acc)[R * J][Traits::la
 }
 
 // Σ_k x[r,k] · w[j,k] for every row r of x and each of J consecutive rows j of W, over the k of
-// vector lane v, in one sweep over K.
+// vector lane v, in one sweep over K (lane_accumulate and lane_finish with the sums declared here,
+// as the GPU and the host's unsliced R = 1, 2, 8 take it).
 template <int R, int J, class Traits>
 KOKKOS_INLINE_FUNCTION RowDots<R * J> lane_dots(const float* x, std::size_t ldx, const float* w, std::size_t ldw,
-                                                int K, int v) {
-  constexpr int W = Traits::lanes * Traits::vector_length;
-  float acc[R * J][Traits::lanes] = {};
+                                                     int K, int v) {
+  constexpr int L = Traits::lanes, V = Traits::vector_length, W = L * V;
+  float acc[R * J][L] = {};
   const int full = K / W * W;
-  lane_accumulate<R, J, Traits>(acc, x, ldx, w, ldw, 0, full, v);
-  return lane_finish<R, J, Traits>(acc, x, ldx, w, ldw, full, K, v);
+  for (int b = 0; b < full; b += W) {
+    float wv[J][L];
+    PTK_UNROLL_NEST
+    for (int j = 0; j < J; ++j) {
+      const float* wj = w + j * ldw;
+      prefetch_block<Traits, W>(wj, nullptr, b, true);
+      for (int l = 0; l < L; ++l) wv[j][l] = wj[b + l * V + v];
+    }
+    PTK_UNROLL_NEST
+    for (int r = 0; r < R; ++r) {
+      const float* xr = x + r * ldx + b + v;
+      PTK_UNROLL_NEST
+      for (int j = 0; j < J; ++j)
+        for (int l = 0; l < L; ++l) acc[r * J + j][l] += xr[l * V] * wv[j][l];
+    }
+  }
+  for (int l = 0; l < L; ++l) {
+    const int k = full + l * V + v;
+    if (k < K)
+      for (int r = 0; r < R; ++r)
+        for (int j = 0; j < J; ++j) acc[r * J + j][l] += x[r * ldx + k] * w[j * ldw + k];
+  }
+  RowDots<R * J> dots;
+  for (int i = 0; i < R * J; ++i) dots.v[i] = tree_sum(acc[i]);
+  return dots;
 }
 
 template <int R, class Space, class Tune>
@@ -115,7 +139,15 @@ struct MatmulDecode {
           total.merge(lane_dots<R, Jn, Traits>(x.data(), x.extent(1), &w(n, 0), w.extent(1), K, v));
         },
         Merge<RowDots<R * Jn>>(dots));
-    Kokkos::single(Kokkos::PerThread(team), [&]() { store<Jn>(dots, n); });
+    // Written out rather than store<Jn>(dots, n): handing `dots` on by reference made g++ keep the
+    // R = 8, J = 2 sums on the stack (5 GB/s against 31-36).
+    Kokkos::single(Kokkos::PerThread(team), [&]() {
+      for (int r = 0; r < R; ++r)
+        for (int j = 0; j < Jn; ++j) {
+          const float d = alpha * dots.v[r * Jn + j];
+          y(r, n + j) = beta == 0.0f ? d : d + beta * y(r, n + j);
+        }
+    });
   }
 
   // Adds the slice [begin, end) of K to the partial sums of `count` groups of Jn W rows, the first at
@@ -147,7 +179,7 @@ struct MatmulDecode {
   // rows, then its remaining rows one at a time, pass over one KBlock-wide slice of K after another,
   // so that the slice of all R x rows stays in L1 while W streams past it (rather than R x vectors
   // coming from L2 for every W vector). Partial sums wait in `partials` between slices; each lane
-  // still adds its k in increasing order, so the dots are the one-sweep path's, bit for bit.
+  // still adds its k in increasing order, as in one sweep.
   KOKKOS_INLINE_FUNCTION void blocked(int first, int count) const {
     static_assert(Traits::team_size == 1 && Traits::vector_length == 1, "k_block needs one thread, one lane");
     constexpr int L = Traits::lanes, Groups = Traits::rows_per_team / J;

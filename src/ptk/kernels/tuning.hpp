@@ -120,8 +120,8 @@ struct HostDecode {
   static constexpr int team_size = 1;
   static constexpr int vector_length = 1;
   static constexpr int lanes = 16;
-  static constexpr int w_rows(int R) { return R == 1 ? 4 : 1; }
-  static constexpr int k_block(int R) { return R == 1 ? 0 : 512; }
+  static constexpr int w_rows(int R) { return R == 1 ? 4 : R == 8 ? 2 : 1; }
+  static constexpr int k_block(int R) { return R <= 2 || R == 8 ? 0 : 512; }
   static constexpr int prefetch_distance = 1024;  // floats ahead of each W row (4 KB), as the row ops
 };
 
