@@ -106,14 +106,15 @@ struct GpuMatmul {
 // keeping `lanes` partial sums per (x row, W row) pair (k = block + l * vector_length + v, as the row
 // ops): every W vector loaded feeds R FMAs and every x vector J. Host: a team is one thread, 16
 // slots (one AVX-512 register) a pair; 16 W rows a team leave 64 teams at N = 1024 for dynamic
-// scheduling. For R >= 2 the host sweeps K in slices of k_block(R) floats, all the team's rows over
-// one slice before the next, so the R x rows' slice (16 KB at R = 8) stays in L1 rather than R x
+// scheduling. For R = 3..7 the host sweeps K in slices of k_block(R) floats, all the team's rows
+// over one slice before the next, so the R x rows' slice (at most 14 KB) stays in L1 rather than R x
 // vectors per W vector coming from L2. Measured on the 2-vCPU EPYC (docs/benchmarks.md, "Decode
-// matmul"): R = 1 needs J = 4 and no slices (4 independent FMA chains: 37 GB/s against 16 with
-// J = 1; x is only K floats); with slices, J = 1 was the fastest for R = 2, 4, 8 (J = 2 and 3 only
-// add x loads or registers), and 512-float slices beat 256, 1024 and 2048. GPU: a warp per W row
-// (coalesced loads, no slices), 4 slots a lane for independent FMA chains, 4 warps a block (not yet
-// measured).
+// matmul"): R = 1 needs J = 4 (4 independent FMA chains: 37 GB/s against 16 with J = 1); R = 8 is
+// fastest unsliced with J = 2 (31-36 GB/s, near the FMA ceiling; sliced with J = 1: 27-28, with
+// J = 2 g++ spilled the sums: 5); R = 4 sliced with J = 1 (45-47 against 40 unsliced; 512-float
+// slices beat 256, 1024 and 2048, J = 2 was slower); R = 2 gains nothing from slices (x fits L1).
+// R = 3, 5, 6, 7 follow R = 4 unmeasured. GPU: a warp per W row (coalesced loads, no slices), 4
+// slots a lane for independent FMA chains, 4 warps a block (not yet measured).
 struct HostDecode {
   static constexpr bool host = true;
   static constexpr int rows_per_team = 16;
