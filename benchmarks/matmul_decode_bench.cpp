@@ -1,4 +1,4 @@
-// Decode matmul sweep: y[M,N] = x[M,K] · W[N,K]ᵀ for a decode step's few rows (M = 1, 4, 8) against
+// Decode matmul sweep: y[M,N] = x[M,K] · W[N,K]ᵀ for a decode step's few rows (M = 1, 2, 4, 8) against
 // linear-layer weights, bound by reading W. Rate: GB/s of weight bytes (N·K·4 per product; x and y
 // are at most 1 % of them), with GFLOP/s as an extra "GFLOPs" counter (not a rate the report reads).
 // Beside it the bandwidth ceiling: Kokkos::deep_copy of a 256 MiB buffer, counted STREAM-copy style
@@ -61,7 +61,7 @@ void register_matmul_decode() {
   add_memcpy("matmul_decode", "copy_256MiB", 2.0 * (std::size_t(256) << 20));
   // Square layers (d = 1024, 4096) and a Llama-7B MLP down projection (in 11008, out 4096).
   for (auto NK : std::vector<std::array<std::int64_t, 2>>{{1024, 1024}, {4096, 4096}, {4096, 11008}})
-    for (std::int64_t M : {1, 4, 8}) register_decode(M, NK[0], NK[1]);
+    for (std::int64_t M : {1, 2, 4, 8}) register_decode(M, NK[0], NK[1]);
 }
 
 }  // namespace ptk::bench

@@ -59,6 +59,46 @@ TEST(MatmulDecode, AlphaBeta) {
     }
 }
 
+// The host's K-blocked sweep (HostDecode::k_block, and a tuning that slices every R with groups of 3
+// W rows, so a team's 16 rows end with a single) against the oracle and against the one-sweep path,
+// on K that straddles slice boundaries (a last slice shorter than k_block, a tail past the last full
+// block); a second run must repeat it bit for bit. (The sliced and one-sweep paths add each lane's
+// k in the same order, but g++ may contract a different set of them into FMAs, so they are only
+// compared within tolerance.) The tunings are named, so the GPU-geometry build runs them too.
+struct OneSweep : kernels::HostDecode {
+  static constexpr int k_block(int) { return 0; }
+};
+struct GroupedSlices : kernels::HostDecode {
+  static constexpr int w_rows(int) { return 3; }
+  static constexpr int k_block(int) { return 64; }
+};
+template <class Decode>
+struct DecodeTune {
+  using decode = Decode;
+};
+
+TEST(MatmulDecode, KBlockedSweep) {
+  using S = Kokkos::DefaultHostExecutionSpace;
+  for (std::int64_t M : {3, 5, 8})
+    for (std::int64_t N : {1, 17, 40})
+      for (std::int64_t K : {15, 64, 511, 1000, 1047}) {
+        const auto name = case_name(M, N, K);
+        const auto x = uniform(M * K, -1, 1, name + "x"), w = uniform(N * K, -1, 1, name + "w");
+        std::vector<float> want(static_cast<std::size_t>(M * N));
+        reference::matmul_forward(want.data(), x.data(), w.data(), 1, M, N, K, false, true, false, false);
+        const auto X = Tensor<S>::from_host({M, K}, x), W = Tensor<S>::from_host({N, K}, w);
+        const Tensor<S> blocked({M, N}), grouped({M, N}), one({M, N});
+        kernels::matmul_decode<S, DecodeTune<kernels::HostDecode>>(blocked.rows(), X.rows(), W.rows());
+        kernels::matmul_decode<S, DecodeTune<GroupedSlices>>(grouped.rows(), X.rows(), W.rows());
+        kernels::matmul_decode<S, DecodeTune<OneSweep>>(one.rows(), X.rows(), W.rows());
+        const Tensor<S> again({M, N});
+        kernels::matmul_decode<S, DecodeTune<GroupedSlices>>(again.rows(), X.rows(), W.rows());
+        EXPECT_EQ(grouped.to_vector(), again.to_vector()) << name;
+        for (const auto* result : {&blocked, &grouped, &one})
+          EXPECT_TRUE(all_close(result->to_vector(), want, {M, N}, tolerance::matmul(K))) << name;
+      }
+}
+
 // The decode kernel serves exactly the shared-weight [N,K] products of at most 8 rows in all
 // (a batch of M-row matrices counts batch · M rows); everything else stays on the GEMM.
 TEST(MatmulDecode, TakenForFewRowsAgainstASharedWeight) {

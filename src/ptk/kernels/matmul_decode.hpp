@@ -25,13 +25,58 @@ struct RowDots {
   }
 };
 
-// Σ_k x[r,k] · w[j,k] for every row r of x and each of J consecutive rows j of W (ldw apart), over
-// the k of vector lane v (Tune::decode in tuning.hpp): each block loads L values of every W row and
-// L of every x row once, and feeds them to R·J·L plain fp32 partial sums (independent FMA chains),
-// which are then summed pairwise; dot (r, j) is at r·J + j. x rows lie `ldx` apart.
+// The partial sums of R x rows against J rows of W over the k of vector lane v (Tune::decode in
+// tuning.hpp): lane (l, v) of pair (r, j) (at acc[r·J + j][l]) sums x[r,k] · w[j,k] over
+// k = b + l·V + v for the blocks b in [begin, end), in order. Each block loads L values of every W
+// row and L of every x row once and feeds them to R·J·L independent FMA chains. x rows lie `ldx`
+// apart, W rows `ldw`; begin and end are multiples of the block width L·V.
+template <int R, int J, class Traits>
+KOKKOS_FORCEINLINE_FUNCTION void lane_accumulate(float (&acc)[R * J][Traits::lanes], const float* x, std::size_t ldx,
+                                            const float* w, std::size_t ldw, int begin, int end, int v) {
+  constexpr int L = Traits::lanes, V = Traits::vector_length, W = L * V;
+  for (int b = begin; b < end; b += W) {
+    float wv[J][L];
+    PTK_UNROLL_NEST
+    for (int j = 0; j < J; ++j) {
+      // Row pointers first: an int offset added to j * ldw could wrap, so g++ would not prove the
+      // l-loads consecutive and assembled each vector from 16 scalar loads.
+      const float* wj = w + j * ldw;
+      prefetch_block<Traits, W>(wj, nullptr, b, true);
+      for (int l = 0; l < L; ++l) wv[j][l] = wj[b + l * V + v];
+    }
+    PTK_UNROLL_NEST
+    for (int r = 0; r < R; ++r) {
+      const float* xr = x + r * ldx + b + v;
+      PTK_UNROLL_NEST
+      for (int j = 0; j < J; ++j)
+        for (int l = 0; l < L; ++l) acc[r * J + j][l] += xr[l * V] * wv[j][l];
+    }
+  }
+}
+
+// The dots of lane v from its partial sums: the k past the last full block (K - full of them, at
+// most one per slot), then each slot's L partials summed pairwise.
+template <int R, int J, class Traits>
+KOKKOS_FORCEINLINE_FUNCTION RowDots<R * J> lane_finish(float (&acc)[R * J][Traits::lanes], const float* x, std::size_t ldx,
+                                                  const float* w, std::size_t ldw, int full, int K, int v) {
+  constexpr int L = Traits::lanes, V = Traits::vector_length;
+  for (int l = 0; l < L; ++l) {
+    const int k = full + l * V + v;
+    if (k < K)
+      for (int r = 0; r < R; ++r)
+        for (int j = 0; j < J; ++j) acc[r * J + j][l] += x[r * ldx + k] * w[j * ldw + k];
+  }
+  RowDots<R * J> dots;
+  for (int i = 0; i < R * J; ++i) dots.v[i] = tree_sum(acc[i]);
+  return dots;
+}
+
+// Σ_k x[r,k] · w[j,k] for every row r of x and each of J consecutive rows j of W, over the k of
+// vector lane v, in one sweep over K (lane_accumulate and lane_finish with the sums declared here,
+// as the GPU and the host's unsliced R = 1, 2, 8 take it).
 template <int R, int J, class Traits>
 KOKKOS_INLINE_FUNCTION RowDots<R * J> lane_dots(const float* x, std::size_t ldx, const float* w, std::size_t ldw,
-                                                int K, int v) {
+                                                     int K, int v) {
   constexpr int L = Traits::lanes, V = Traits::vector_length, W = L * V;
   float acc[R * J][L] = {};
   const int full = K / W * W;
@@ -39,8 +84,6 @@ KOKKOS_INLINE_FUNCTION RowDots<R * J> lane_dots(const float* x, std::size_t ldx,
     float wv[J][L];
     PTK_UNROLL_NEST
     for (int j = 0; j < J; ++j) {
-      // Row pointers first: an int offset added to j * ldw could wrap, so g++ would not prove the
-      // l-loads consecutive and assembled each vector from 16 scalar loads.
       const float* wj = w + j * ldw;
       prefetch_block<Traits, W>(wj, nullptr, b, true);
       for (int l = 0; l < L; ++l) wv[j][l] = wj[b + l * V + v];
@@ -69,10 +112,21 @@ struct MatmulDecode {
   using Team = typename Kokkos::TeamPolicy<Space>::member_type;
   using Traits = typename Tune::decode;
   static constexpr int J = Traits::w_rows(R);  // W rows a thread takes together
+  static constexpr int KBlock = Traits::k_block(R);  // 0: each group of W rows in one sweep over K
   Matrix<Space> y;       // [R, N]
   ConstMatrix<Space> x;  // [R, K]
   ConstMatrix<Space> w;  // [N, K]
   float alpha, beta;
+
+  // y[r, n .. n + Jn) = alpha · dots[r·Jn + j] (+ beta · y).
+  template <int Jn>
+  KOKKOS_INLINE_FUNCTION void store(const RowDots<R * Jn>& dots, int n) const {
+    for (int r = 0; r < R; ++r)
+      for (int j = 0; j < Jn; ++j) {
+        const float d = alpha * dots.v[r * Jn + j];
+        y(r, n + j) = beta == 0.0f ? d : d + beta * y(r, n + j);
+      }
+  }
 
   // y[r, n .. n + Jn) from the dots of W rows n .. n + Jn.
   template <int Jn>
@@ -85,6 +139,8 @@ struct MatmulDecode {
           total.merge(lane_dots<R, Jn, Traits>(x.data(), x.extent(1), &w(n, 0), w.extent(1), K, v));
         },
         Merge<RowDots<R * Jn>>(dots));
+    // Written out rather than store<Jn>(dots, n): handing `dots` on by reference made g++ keep the
+    // R = 8, J = 2 sums on the stack (5 GB/s against 31-36).
     Kokkos::single(Kokkos::PerThread(team), [&]() {
       for (int r = 0; r < R; ++r)
         for (int j = 0; j < Jn; ++j) {
@@ -94,16 +150,66 @@ struct MatmulDecode {
     });
   }
 
+  // Adds the slice [begin, end) of K to the partial sums of `count` groups of Jn W rows, the first at
+  // row n, through registers: accumulating in `partials` itself would load and store it every block
+  // (g++ cannot rule out that x or w alias it).
+  template <int Jn>
+  KOKKOS_INLINE_FUNCTION void slice(float (*partials)[R * Jn][Traits::lanes], int n, int count, int begin,
+                                    int end) const {
+    constexpr int L = Traits::lanes;
+    for (int g = 0; g < count; ++g) {
+      float acc[R * Jn][L];
+      for (int i = 0; i < R * Jn; ++i)
+        for (int l = 0; l < L; ++l) acc[i][l] = partials[g][i][l];
+      lane_accumulate<R, Jn, Traits>(acc, x.data(), x.extent(1), &w(n + g * Jn, 0), w.extent(1), begin, end, 0);
+      for (int i = 0; i < R * Jn; ++i)
+        for (int l = 0; l < L; ++l) partials[g][i][l] = acc[i][l];
+    }
+  }
+
+  template <int Jn>
+  KOKKOS_INLINE_FUNCTION void finish(float (*partials)[R * Jn][Traits::lanes], int n, int count, int full) const {
+    const int K = static_cast<int>(w.extent(1));
+    for (int g = 0; g < count; ++g)
+      store<Jn>(lane_finish<R, Jn, Traits>(partials[g], x.data(), x.extent(1), &w(n + g * Jn, 0), w.extent(1), full, K, 0),
+                n + g * Jn);
+  }
+
+  // The host's K-blocked sweep (a team is one thread with one vector lane): the team's groups of J W
+  // rows, then its remaining rows one at a time, pass over one KBlock-wide slice of K after another,
+  // so that the slice of all R x rows stays in L1 while W streams past it (rather than R x vectors
+  // coming from L2 for every W vector). Partial sums wait in `partials` between slices; each lane
+  // still adds its k in increasing order, as in one sweep.
+  KOKKOS_INLINE_FUNCTION void blocked(int first, int count) const {
+    static_assert(Traits::team_size == 1 && Traits::vector_length == 1, "k_block needs one thread, one lane");
+    constexpr int L = Traits::lanes, Groups = Traits::rows_per_team / J;
+    const int K = static_cast<int>(w.extent(1)), full = K / L * L;
+    const int groups = count / J, singles = count - groups * J, rest = first + groups * J;
+    float grouped[Groups][R * J][L] = {};
+    float single[J > 1 ? J - 1 : 1][R][L] = {};
+    for (int begin = 0; begin < full; begin += KBlock) {
+      const int end = begin + KBlock < full ? begin + KBlock : full;
+      slice<J>(grouped, first, groups, begin, end);
+      slice<1>(single, rest, singles, begin, end);
+    }
+    finish<J>(grouped, first, groups, full);
+    finish<1>(single, rest, singles, full);
+  }
+
   // A team's W rows: groups of J, then the rest one at a time.
   KOKKOS_INLINE_FUNCTION void operator()(const Team& team) const {
     const int N = static_cast<int>(w.extent(0));
     const int first = team.league_rank() * Traits::rows_per_team;
     const int count = (first + Traits::rows_per_team < N ? first + Traits::rows_per_team : N) - first;
-    const int groups = count / J, singles = count - groups * J;
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, groups + singles), [&](int g) {
-      if (g < groups) this->template rows<J>(team, first + g * J);
-      else this->template rows<1>(team, first + groups * J + (g - groups));
-    });
+    if constexpr (KBlock > 0) {
+      blocked(first, count);
+    } else {
+      const int groups = count / J, singles = count - groups * J;
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, groups + singles), [&](int g) {
+        if (g < groups) this->template rows<J>(team, first + g * J);
+        else this->template rows<1>(team, first + groups * J + (g - groups));
+      });
+    }
   }
 };
 

@@ -106,11 +106,15 @@ struct GpuMatmul {
 // keeping `lanes` partial sums per (x row, W row) pair (k = block + l * vector_length + v, as the row
 // ops): every W vector loaded feeds R FMAs and every x vector J. Host: a team is one thread, 16
 // slots (one AVX-512 register) a pair; 16 W rows a team leave 64 teams at N = 1024 for dynamic
-// scheduling. J was measured per R on the 2-vCPU EPYC (docs/benchmarks.md, "Decode matmul"): R = 1
-// needs J = 4 (4 independent FMA chains: 37 GB/s against 16 with J = 1), R = 8 takes J = 2 (16
-// accumulators: 15-18 against 10-12 GB/s), and R = 4 fell to 3-6 GB/s with J = 2 or 4 (g++ then
-// assembles the vectors through the stack), so the other R keep J = 1. GPU: a warp per W row
-// (coalesced loads), 4 slots a lane for independent FMA chains, 4 warps a block (not yet measured).
+// scheduling. For R = 3..7 the host sweeps K in slices of k_block(R) floats, all the team's rows
+// over one slice before the next, so the R x rows' slice (at most 14 KB) stays in L1 rather than R x
+// vectors per W vector coming from L2. Measured on the 2-vCPU EPYC (docs/benchmarks.md, "Decode
+// matmul"): R = 1 needs J = 4 (4 independent FMA chains: 37 GB/s against 16 with J = 1); R = 8 is
+// fastest unsliced with J = 2 (31-36 GB/s, near the FMA ceiling; sliced with J = 1: 27-28, with
+// J = 2 g++ spilled the sums: 5); R = 4 sliced with J = 1 (45-47 against 40 unsliced; 512-float
+// slices beat 256, 1024 and 2048, J = 2 was slower); R = 2 gains nothing from slices (x fits L1).
+// R = 3, 5, 6, 7 follow R = 4 unmeasured. GPU: a warp per W row (coalesced loads, no slices), 4
+// slots a lane for independent FMA chains, 4 warps a block (not yet measured).
 struct HostDecode {
   static constexpr bool host = true;
   static constexpr int rows_per_team = 16;
@@ -118,6 +122,7 @@ struct HostDecode {
   static constexpr int vector_length = 1;
   static constexpr int lanes = 16;
   static constexpr int w_rows(int R) { return R == 1 ? 4 : R == 8 ? 2 : 1; }
+  static constexpr int k_block(int R) { return R <= 2 || R == 8 ? 0 : 512; }
   static constexpr int prefetch_distance = 1024;  // floats ahead of each W row (4 KB), as the row ops
 };
 
@@ -128,6 +133,7 @@ struct GpuDecode {
   static constexpr int vector_length = 32;
   static constexpr int lanes = 4;
   static constexpr int w_rows(int) { return 1; }
+  static constexpr int k_block(int) { return 0; }
   static constexpr int prefetch_distance = 0;
 };
 
