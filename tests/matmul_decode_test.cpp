@@ -1,9 +1,11 @@
 // Decode matmul parity: y[M,N] = x[M,K] · W[N,K]ᵀ for M <= 8 (ptk::kernels::matmul_decode, reached
-// through ops::matmul with trans_b) against the float64 oracle; which products take the decode kernel.
+// through ops::matmul with trans_b) against the float64 oracle; which products take the decode kernel; ops::linear's
+// bias, fused into the decode kernel or added after the GEMM.
 #include <array>
 
 #include "parity.hpp"
 #include "ptk/kernels/matmul_decode.hpp"
+#include "ptk/ops/linear.hpp"
 #include "ptk/ops/matmul.hpp"
 #include "ptk/reference/matmul.hpp"
 
@@ -131,6 +133,42 @@ TEST(MatmulDecode, TakenForFewRowsAgainstASharedWeight) {
   std::vector<float> want(static_cast<std::size_t>(6 * N));
   reference::matmul_forward(want.data(), x.data(), w.data(), 1, 6, N, K, false, true, false, false);
   EXPECT_TRUE(all_close(via_op, want, {2, 3, N}, tolerance::matmul(K)));
+}
+
+// ops::linear and linear_accumulate: Y (=|+=) X·Wᵀ + b with the bias fused into the decode kernel (rows <= 8) or
+// added after the GEMM (more rows), and without a bias, against the oracle's product plus b in double.
+TEST(Linear, BiasOnBothPaths) {
+  for (std::int64_t M : {1, 3, 8, 9, 33})
+    for (bool with_bias : {true, false})
+      for (bool accumulate : {false, true})
+        for_each_space([&](auto space) {
+          using Space = typename decltype(space)::type;
+          const std::int64_t N = 127, K = 513;
+          const auto name = "linear" + case_name(M, N, K);
+          const auto x = uniform(M * K, -1, 1, name + "x"), w = uniform(N * K, -1, 1, name + "w");
+          const auto b = uniform(N, -1, 1, name + "b"), y0 = uniform(M * N, -1, 1, name + "y");
+          std::vector<float> prod(static_cast<std::size_t>(M * N)), want(prod.size());
+          reference::matmul_forward(prod.data(), x.data(), w.data(), 1, M, N, K, false, true, false, false);
+          for (std::int64_t r = 0; r < M; ++r)
+            for (std::int64_t n = 0; n < N; ++n) {
+              const auto i = static_cast<std::size_t>(r * N + n);
+              want[i] = static_cast<float>(double(prod[i]) + (with_bias ? double(b[n]) : 0.0) + (accumulate ? double(y0[i]) : 0.0));
+            }
+          const auto X = Tensor<Space>::from_host({M, K}, x), W = Tensor<Space>::from_host({N, K}, w);
+          const auto B = with_bias ? Tensor<Space>::from_host({N}, b) : Tensor<Space>();
+          Tensor<Space> Y;
+          if (accumulate) {
+            Y = Tensor<Space>::from_host({M, N}, y0);
+            ops::linear_accumulate(Y, X, W, B);
+          } else {
+            Y = ops::linear(X, W, B);
+          }
+          EXPECT_TRUE(all_close(Y.to_vector(), want, {M, N}, tolerance::matmul(K)))
+              << Space::name() << " M " << M << " bias " << with_bias << " accumulate " << accumulate;
+        });
+  using Host = Kokkos::DefaultHostExecutionSpace;
+  EXPECT_THROW(ops::linear(Tensor<Host>({2, 3}), Tensor<Host>({4, 3}), Tensor<Host>({5})), Error);
+  EXPECT_THROW(ops::linear(Tensor<Host>({2, 3}), Tensor<Host>({4, 2})), Error);
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include "ptk/ops/cross_entropy.hpp"
 #include "ptk/ops/embedding.hpp"
 #include "ptk/ops/layernorm.hpp"
+#include "ptk/ops/linear.hpp"
 #include "ptk/ops/matmul.hpp"
 
 namespace ptk::ag {
@@ -69,8 +70,7 @@ Var linear(const Var& x, const Var& weight, const Var& bias) {
     using S = typename decltype(tag)::type;
     const Tensor<S> x2 = data_of<S>(x).reshape({x.numel() / in, in});
     const Tensor<S> w = data_of<S>(weight);
-    Tensor<S> y2 = ops::matmul(x2, w, false, true);
-    if (bias.defined()) kernels::bias_forward<S>(y2.rows(), y2.rows(), data_of<S>(bias).flat());
+    Tensor<S> y2 = ops::linear(x2, w, bias.defined() ? data_of<S>(bias) : Tensor<S>());
     return result<S>("linear", y2.reshape(ys), device, {x, weight, bias},
                      [ix = x.shared(), iw = weight.shared(), ib = bias.defined() ? bias.shared() : nullptr, x2, w](VarImpl& out) {
                        const Tensor<S> g2 = out_grad<S>(out).reshape({x2.dim(0), w.dim(0)});

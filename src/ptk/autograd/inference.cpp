@@ -4,11 +4,10 @@
 #include <optional>
 
 #include "ptk/autograd/storage.hpp"
-#include "ptk/kernels/add.hpp"
 #include "ptk/kernels/heads.hpp"
 #include "ptk/ops/attention.hpp"
 #include "ptk/ops/decode_attention.hpp"
-#include "ptk/ops/matmul.hpp"
+#include "ptk/ops/linear.hpp"
 #include "ptk/ops/sampling.hpp"
 
 namespace ptk::ag {
@@ -103,8 +102,8 @@ void accumulate_linear(const Var& x, const Var& a, const Var& weight, const Var&
     using S = typename decltype(tag)::type;
     const auto rows = a.numel() / ws[1];
     const Tensor<S> x2 = data_of<S>(x).reshape({rows, ws[0]});
-    ops::matmul_accumulate(x2, data_of<S>(a).reshape({rows, ws[1]}), data_of<S>(weight), false, true);
-    if (bias.defined()) kernels::bias_forward<S>(x2.rows(), x2.rows(), data_of<S>(bias).flat());
+    ops::linear_accumulate(x2, data_of<S>(a).reshape({rows, ws[1]}), data_of<S>(weight),
+                           bias.defined() ? data_of<S>(bias) : Tensor<S>());
   });
 }
 

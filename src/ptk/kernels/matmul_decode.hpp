@@ -117,13 +117,14 @@ struct MatmulDecode {
   ConstMatrix<Space> x;  // [R, K]
   ConstMatrix<Space> w;  // [N, K]
   float alpha, beta;
+  ConstVector<Space> bias;  // [N], added to every row (a linear layer's bias), or empty
 
-  // y[r, n .. n + Jn) = alpha · dots[r·Jn + j] (+ beta · y).
+  // y[r, n .. n + Jn) = alpha · dots[r·Jn + j] (+ bias[n + j]) (+ beta · y).
   template <int Jn>
   KOKKOS_INLINE_FUNCTION void store(const RowDots<R * Jn>& dots, int n) const {
     for (int r = 0; r < R; ++r)
       for (int j = 0; j < Jn; ++j) {
-        const float d = alpha * dots.v[r * Jn + j];
+        const float d = alpha * dots.v[r * Jn + j] + (bias.data() ? bias(n + j) : 0.0f);
         y(r, n + j) = beta == 0.0f ? d : d + beta * y(r, n + j);
       }
   }
@@ -144,7 +145,7 @@ struct MatmulDecode {
     Kokkos::single(Kokkos::PerThread(team), [&]() {
       for (int r = 0; r < R; ++r)
         for (int j = 0; j < Jn; ++j) {
-          const float d = alpha * dots.v[r * Jn + j];
+          const float d = alpha * dots.v[r * Jn + j] + (bias.data() ? bias(n + j) : 0.0f);
           y(r, n + j) = beta == 0.0f ? d : d + beta * y(r, n + j);
         }
     });
@@ -215,31 +216,32 @@ struct MatmulDecode {
 
 template <int R, class Space, class Tune>
 void matmul_decode_rows(const Matrix<Space>& y, const ConstMatrix<Space>& x, const ConstMatrix<Space>& w, float alpha,
-                        float beta) {
+                        float beta, const ConstVector<Space>& bias) {
   using Traits = typename Tune::decode;
   // Dynamic: on a shared host a preempted thread's rows of W go to the other threads.
   using Policy = Kokkos::TeamPolicy<Space, Kokkos::Schedule<Kokkos::Dynamic>>;
   const int N = static_cast<int>(w.extent(0));
   const int league = (N + Traits::rows_per_team - 1) / Traits::rows_per_team;
   Kokkos::parallel_for("ptk::matmul_decode", Policy(league, Traits::team_size, Traits::vector_length),
-                       MatmulDecode<R, Space, Tune>{y, x, w, alpha, beta});
+                       MatmulDecode<R, Space, Tune>{y, x, w, alpha, beta, bias});
 }
 
-// y = alpha · x · wᵀ + beta · y for x [R, K] with 1 <= R <= decode_max_rows, w [N, K], y [R, N] (the
-// caller checks shapes). The accumulators are sized at compile time, one instantiation per R.
+// y = alpha · x · wᵀ + bias + beta · y for x [R, K] with 1 <= R <= decode_max_rows, w [N, K], y [R, N], bias [N]
+// or empty (the caller checks shapes). The accumulators are sized at compile time, one instantiation per R. The
+// bias rides along in the store: a decode step's launches cost more than its arithmetic.
 template <class Space, class Tune = Tuning<Space>>
 void matmul_decode(const Matrix<Space>& y, const ConstMatrix<Space>& x, const ConstMatrix<Space>& w, float alpha = 1.0f,
-                   float beta = 0.0f) {
+                   float beta = 0.0f, const ConstVector<Space>& bias = {}) {
   if (y.extent(0) == 0 || y.extent(1) == 0) return;
   switch (x.extent(0)) {
-    case 1: return matmul_decode_rows<1, Space, Tune>(y, x, w, alpha, beta);
-    case 2: return matmul_decode_rows<2, Space, Tune>(y, x, w, alpha, beta);
-    case 3: return matmul_decode_rows<3, Space, Tune>(y, x, w, alpha, beta);
-    case 4: return matmul_decode_rows<4, Space, Tune>(y, x, w, alpha, beta);
-    case 5: return matmul_decode_rows<5, Space, Tune>(y, x, w, alpha, beta);
-    case 6: return matmul_decode_rows<6, Space, Tune>(y, x, w, alpha, beta);
-    case 7: return matmul_decode_rows<7, Space, Tune>(y, x, w, alpha, beta);
-    case 8: return matmul_decode_rows<8, Space, Tune>(y, x, w, alpha, beta);
+    case 1: return matmul_decode_rows<1, Space, Tune>(y, x, w, alpha, beta, bias);
+    case 2: return matmul_decode_rows<2, Space, Tune>(y, x, w, alpha, beta, bias);
+    case 3: return matmul_decode_rows<3, Space, Tune>(y, x, w, alpha, beta, bias);
+    case 4: return matmul_decode_rows<4, Space, Tune>(y, x, w, alpha, beta, bias);
+    case 5: return matmul_decode_rows<5, Space, Tune>(y, x, w, alpha, beta, bias);
+    case 6: return matmul_decode_rows<6, Space, Tune>(y, x, w, alpha, beta, bias);
+    case 7: return matmul_decode_rows<7, Space, Tune>(y, x, w, alpha, beta, bias);
+    case 8: return matmul_decode_rows<8, Space, Tune>(y, x, w, alpha, beta, bias);
     default: Kokkos::abort("ptk::kernels::matmul_decode: x must have 1 to decode_max_rows rows");
   }
 }

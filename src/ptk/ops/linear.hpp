@@ -1,0 +1,49 @@
+#pragma once
+// linear: Y[rows, N] = X[rows, K] · W[N, K]ᵀ + b[N] (b optional: an undefined tensor), PyTorch's Linear on rows;
+// linear_accumulate: Y += the same, in place. For a few rows against W (a decode step: kernels::decode_applies)
+// the decode kernel adds the bias as it stores, one launch; otherwise the GEMM, then kernels::bias_forward.
+#include "ptk/kernels/add.hpp"
+#include "ptk/ops/checks.hpp"
+#include "ptk/ops/matmul.hpp"
+
+namespace ptk::ops {
+
+namespace detail {
+template <class Space>
+void linear_into(const char* op, const Tensor<Space>& y, const Tensor<Space>& x, const Tensor<Space>& w,
+                 const Tensor<Space>& b, bool accumulate) {
+  check_tensor(op, "X", x, 2, 2);
+  check_tensor(op, "Y", y, 2, 2);
+  const Shape y_shape = matmul_shape(op, x, w, false, true);
+  require(y.shape() == y_shape, op, ": Y has shape ", y.shape(), ", X · Wᵀ has ", y_shape);
+  if (b.defined()) {
+    check_tensor(op, "b", b, 1, 1);
+    require(b.dim(0) == w.dim(0), op, ": b has shape ", b.shape(), " for W ", w.shape(), "; it must be [", w.dim(0), "]");
+  }
+  const float beta = accumulate ? 1.0f : 0.0f;
+  const auto y3 = y.batched_matrices();
+  const ConstTensor3<Space> x3 = x.batched_matrices(), w3 = w.batched_matrices();
+  if (kernels::decode_applies<Space>(y3, x3, w3, false, true)) {
+    kernels::matmul_decode<Space>(y.rows(), x.rows(), w.rows(), 1.0f, beta,
+                                  b.defined() ? ConstVector<Space>(b.flat()) : ConstVector<Space>());
+    return;
+  }
+  kernels::matmul_forward<Space>(y3, x3, w3, false, true, 1.0f, beta);
+  if (b.defined()) kernels::bias_forward<Space>(y.rows(), y.rows(), b.flat());
+}
+}  // namespace detail
+
+template <class Space>
+Tensor<Space> linear(const Tensor<Space>& x, const Tensor<Space>& w, const Tensor<Space>& b = Tensor<Space>()) {
+  auto y = Tensor<Space>::uninitialized(detail::matmul_shape("linear", x, w, false, true), "ptk::linear");
+  detail::linear_into("linear", y, x, w, b, false);
+  return y;
+}
+
+template <class Space>
+void linear_accumulate(const Tensor<Space>& y, const Tensor<Space>& x, const Tensor<Space>& w,
+                       const Tensor<Space>& b = Tensor<Space>()) {
+  detail::linear_into("linear_accumulate", y, x, w, b, true);
+}
+
+}  // namespace ptk::ops
