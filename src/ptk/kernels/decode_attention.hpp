@@ -5,6 +5,7 @@
 
 #include "ptk/core/compat.hpp"
 #include "ptk/core/tensor.hpp"
+#include "ptk/kernels/compensated.hpp"
 #include "ptk/kernels/fast_exp.hpp"
 #include "ptk/kernels/scratch.hpp"
 #include "ptk/kernels/tuning.hpp"
@@ -108,6 +109,18 @@ struct DecodeAttentionPartial {
     }
   }
 
+  // Σ_d a[d]·b[d] in kLanes partial sums, then a pairwise sum: a host thread's vectorized dot (a single running
+  // sum is a chain of dependent adds the compiler may not reorder).
+  static constexpr int kLanes = 16;
+  KOKKOS_INLINE_FUNCTION static float lane_dot(const float* a, const float* b, int D) {
+    float part[kLanes] = {};
+    const int full = D / kLanes * kLanes;
+    for (int d0 = 0; d0 < full; d0 += kLanes)
+      for (int l = 0; l < kLanes; ++l) part[l] += a[d0 + l] * b[d0 + l];
+    for (int d = full; d < D; ++d) part[d - full] += a[d] * b[d];
+    return tree_sum(part);
+  }
+
   // Row r of the group is query head g·G + r / Tq, token r % Tq.
   KOKKOS_INLINE_FUNCTION int head_of(int g, int r) const { return g * s.group() + r / s.Tq; }
 
@@ -126,8 +139,12 @@ struct DecodeAttentionPartial {
         if (j >= attended((r0 + r) % s.Tq, j0, n)) continue;
         const float* qr = &sc.Qs(r, 0);
         float dot = 0.0f;
-        Kokkos::parallel_reduce(Kokkos::ThreadVectorRange(team, s.D), [&](int d, float& acc) { acc += qr[d] * kj[d]; },
-                                dot);
+        if constexpr (Tiles::vector_length == 1) {
+          dot = lane_dot(qr, kj, s.D);
+        } else {
+          Kokkos::parallel_reduce(Kokkos::ThreadVectorRange(team, s.D),
+                                  [&](int d, float& acc) { acc += qr[d] * kj[d]; }, dot);
+        }
         Kokkos::single(Kokkos::PerThread(team), [&]() { sc.Ps(r, j) = dot; });
       }
     });
@@ -169,7 +186,12 @@ struct DecodeAttentionPartial {
       for (int j = 0; j < a; ++j) {
         const float pj = p[j];
         const float* vj = &v(b, g, j0 + j, 0);
-        Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, s.D), [&](int d) { acc[d] += pj * vj[d]; });
+        if constexpr (Tiles::vector_length == 1) {
+          PTK_SIMD_LOOP
+          for (int d = 0; d < s.D; ++d) acc[d] += pj * vj[d];
+        } else {
+          Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, s.D), [&](int d) { acc[d] += pj * vj[d]; });
+        }
       }
       Kokkos::single(Kokkos::PerThread(team), [&]() {
         part_max(row, split) = sc.m(r);
