@@ -4,6 +4,7 @@
 // step, inside the warm-up, after it), for gpt2 and llama. Runs on the default device (the GPU in a GPU build) and, in the
 // gpu_geometry suite, with the GPU tuning on OpenMP.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
@@ -16,6 +17,13 @@
 
 namespace ptk::test {
 namespace {
+
+// A file name of this test and process: ctest runs tests (and the GPU-geometry suite's copies of them) in
+// parallel, and a checkpoint's save removes the other training states beside it.
+std::string scratch_path(const std::string& name) {
+  return testing::TempDir() + "ptk_" + ::testing::UnitTest::GetInstance()->current_test_info()->name() + "_" +
+         std::to_string(getpid()) + "_" + name;
+}
 
 const ag::Device kDevice = ag::Device::device;
 
@@ -68,7 +76,7 @@ void expect_bit_exact_resume(nn::GptConfig c) {
   }
   ASSERT_EQ(whole.losses.size(), 24u);
 
-  const std::string path = testing::TempDir() + "ptk_resume_test.safetensors";
+  const std::string path = scratch_path("resume.safetensors");
   for (const int k : {1, 3, 17}) {
     Trace resumed;
     {
@@ -122,7 +130,7 @@ TEST(Resume, LlamaIsBitExactAtAnyStep) {
 TEST(Resume, RefusesAnUnpairedTrainingState) {
   const auto data = nn::Dataset::from_text(kText);
   const nn::GptConfig c{1, 1, 8, 8, data.vocab.size()};
-  const std::string dir = testing::TempDir(), a = dir + "ptk_pair_a.safetensors", b = dir + "ptk_pair_b.safetensors";
+  const std::string a = scratch_path("pair_a.safetensors"), b = scratch_path("pair_b.safetensors");
   const nn::Gpt model(c, kDevice, 1);
   nn::Adamw optimizer(model.parameters(), nn::AdamwConfig{});
   nn::RunState run;

@@ -138,6 +138,7 @@ struct Sample {
           if (probs(b, i) > 0.0f) token = i;
       tokens(b) = token;
     });
+    team.team_barrier();  // the walk reads probs; the other threads scale them next
     const float inv = 1.0f / sum;
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, V), [&](int i) { probs(b, i) *= inv; });
   }
