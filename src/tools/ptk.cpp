@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <exception>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <unistd.h>
 
@@ -13,6 +14,7 @@
 #include "commands.hpp"
 #include "ptk/core/error.hpp"
 #include "ptk/core/runtime.hpp"
+#include "ptk/dist/comm.hpp"
 #include "ptk/io/atomic_file.hpp"
 #include "ptk/io/npy.hpp"
 #include "ptk/io/safetensors.hpp"
@@ -38,6 +40,18 @@ const char* const kUsage = R"(usage:
                                              stream text from a checkpoint (KV cache; ptk generate --help)
 Exit status: 0 on success, 2 on bad input (one-line message on stderr).
 )";
+
+// The one line an error ends with. On a rank of a data-parallel job it names the rank and ends the whole job
+// (MPI_Abort): the other ranks may be waiting in a collective for this one, and must not hang.
+int fail(const std::string& line, int status) {
+  auto& comm = ptk::dist::Comm::world();
+  if (comm.distributed()) {
+    std::cerr << "ptk: rank " << comm.rank() << " of " << comm.size() << ": " << line << std::endl;
+    comm.abort(status);
+  }
+  std::cerr << "ptk: " << line << '\n';
+  return status;
+}
 
 std::string executable_dir() {
   char buf[4096];
@@ -70,7 +84,10 @@ int main(int argc, char** argv) {
     else args.push_back(argv[i]);
   }
   int kokkos_argc = static_cast<int>(kokkos_argv.size());
+  // MPI starts before Kokkos and ends after it; only `train` runs data parallel (mpirun -np N ptk train ...).
+  std::optional<ptk::dist::Session> mpi;
   try {
+    if (command == "train") mpi.emplace(&argc, &argv);
     if (command == "bench") {  // runs its own processes, which start Kokkos
       if (const int status = ptk::runtime::check_can_initialize("ptk")) return status;
       return ptk::tools::bench_command(args, executable_dir());
@@ -93,22 +110,24 @@ int main(int argc, char** argv) {
     if (command == "generate") return ptk::tools::generate_command(args);
     return command == "info" ? ptk::tools::info_command(args, true) : ptk::tools::op_command(args);
   } catch (const ptk::tools::UsageError& e) {
-    std::cerr << "ptk: " << e.message << '\n';
+    return fail(e.message, 2);
   } catch (const ptk::io::SafetensorsError& e) {
-    std::cerr << "ptk: " << e.what() << " [" << ptk::io::to_string(e.kind()) << "]\n";
+    return fail(std::string(e.what()) + " [" + ptk::io::to_string(e.kind()) + "]", 2);
+  } catch (const ptk::dist::CollectiveError& e) {
+    // Found by every rank together: rank 0 says it, and all leave through MPI_Finalize.
+    if (ptk::dist::Comm::world().rank() == 0) std::cerr << "ptk: " << e.what() << '\n';
   } catch (const ptk::Error& e) {
-    std::cerr << "ptk: " << e.what() << '\n';
+    return fail(e.what(), 2);
   } catch (const ptk::io::NpyError& e) {
-    std::cerr << "ptk: " << e.what() << '\n';
+    return fail(e.what(), 2);
   } catch (const ptk::io::FileError& e) {
-    std::cerr << "ptk: " << e.what() << '\n';
+    return fail(e.what(), 2);
   } catch (const std::bad_alloc& e) {
-    std::cerr << "ptk: out of memory (" << e.what() << ")\n";
+    return fail(std::string("out of memory (") + e.what() + ")", 2);
   } catch (const std::exception& e) {
     std::string what = e.what();
     what = what.substr(0, what.find('\n'));
-    std::cerr << "ptk: internal error: " << what << '\n';
-    return 1;
+    return fail("internal error: " + what, 1);
   }
   return 2;
 }

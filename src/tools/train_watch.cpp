@@ -57,10 +57,12 @@ void TrainLog::header(const std::string& json_object) {
   out_ << "{\"run\": " << json_object << "}\n" << std::flush;
 }
 
-void TrainLog::step(const nn::StepReport& r, double ms, double tokens_per_s, double elapsed_s, const double* val_loss) {
+void TrainLog::step(const nn::StepReport& r, double ms, double tokens_per_s, double elapsed_s, const double* val_loss,
+                    double comm_ms) {
   nlohmann::json line = {{"step", r.step},         {"loss", r.result.loss}, {"lr", r.lr},
                          {"grad_norm", r.result.grad_norm}, {"ms", ms}, {"tokens_per_s", tokens_per_s},
                          {"elapsed_s", elapsed_s}};
+  if (comm_ms >= 0) line["comm_ms"] = comm_ms;
   if (val_loss) line["val_loss"] = *val_loss;
   out_ << line.dump() << '\n' << std::flush;
   if (!out_) throw UsageError{"train: --log " + path_ + ": cannot write (disk full?)"};

@@ -42,7 +42,8 @@ class Progress {
 };
 
 // --log FILE: a header object {"run": {...}} per process, then one object per step with step, loss, lr,
-// grad_norm, ms, tokens_per_s, elapsed_s and, when the validation set was evaluated at that step, val_loss.
+// grad_norm, ms, tokens_per_s, elapsed_s, comm_ms (data-parallel runs) and, when the validation set was evaluated
+// at that step, val_loss.
 // A resumed run appends to the same file (scripts/plot_training.py keeps the last record of each step).
 class TrainLog {
  public:
@@ -51,7 +52,9 @@ class TrainLog {
   explicit TrainLog(const std::string& path);
   bool active() const { return out_.is_open(); }
   void header(const std::string& json_object);
-  void step(const nn::StepReport& r, double ms, double tokens_per_s, double elapsed_s, const double* val_loss);
+  // comm_ms >= 0 (a data-parallel run): the step's time inside collectives, written as comm_ms.
+  void step(const nn::StepReport& r, double ms, double tokens_per_s, double elapsed_s, const double* val_loss,
+            double comm_ms = -1);
 
  private:
   std::ofstream out_;

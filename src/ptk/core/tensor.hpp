@@ -78,6 +78,16 @@ class Tensor {
     return Tensor(std::move(shape), label, Init::zeros, false);
   }
 
+  // A tensor over existing storage (a whole buffer or a slice of one, which it keeps alive): never a copy.
+  static Tensor over(Shape shape, Storage storage) {
+    require(static_cast<std::int64_t>(storage.extent(0)) == element_count(shape), "ptk::Tensor::over: ",
+            storage.extent(0), " floats of storage for shape ", shape);
+    Tensor t;
+    t.shape_ = std::move(shape);
+    t.storage_ = std::move(storage);
+    return t;
+  }
+
   // Copies host data into a new tensor in Space.
   static Tensor from_host(Shape shape, const float* data) {
     Tensor t(std::move(shape), "ptk::tensor", Init::none);

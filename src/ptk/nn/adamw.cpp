@@ -29,9 +29,7 @@ Adamw::Adamw(const NamedParameters& params, const AdamwConfig& config)
 const ag::Var& Adamw::step(float lr) {
   grad_norm_(stats_, config_.max_grad_norm);
   ++t_;
-  ag::AdamwStep s{lr, config_.beta1, config_.beta2, config_.eps, 0.0f,
-                  static_cast<float>(1.0 - std::pow(static_cast<double>(config_.beta1), t_)),
-                  static_cast<float>(1.0 - std::pow(static_cast<double>(config_.beta2), t_))};
+  ag::AdamwStep s = adamw_step(config_, t_, lr);
   for (std::size_t i = 0; i < params_.size(); ++i) {
     if (!params_[i].second.has_grad()) continue;  // no gradient reached it: leave it and its moments alone
     s.weight_decay = decay_[i] ? config_.weight_decay : 0.0f;
@@ -60,6 +58,12 @@ void Adamw::load_state(const std::vector<std::pair<std::string, std::vector<floa
     np.second.assign(*it->second);
   }
   t_ = steps_taken;
+}
+
+ag::AdamwStep adamw_step(const AdamwConfig& c, int t, float lr) {
+  return ag::AdamwStep{lr, c.beta1, c.beta2, c.eps, 0.0f,
+                       static_cast<float>(1.0 - std::pow(static_cast<double>(c.beta1), t)),
+                       static_cast<float>(1.0 - std::pow(static_cast<double>(c.beta2), t))};
 }
 
 float cosine_lr(int step, int total, int warmup, float max_lr, float min_lr) {

@@ -39,6 +39,9 @@ class Adamw {
   int t_ = 0;
 };
 
+// The update's constants at step t (1-based) and learning rate lr; weight_decay is left 0 (it is per parameter).
+ag::AdamwStep adamw_step(const AdamwConfig& config, int t, float lr);
+
 // warmup steps rising linearly to max_lr, then cosine decay to min_lr at step total - 1.
 float cosine_lr(int step, int total, int warmup, float max_lr, float min_lr);
 

@@ -184,9 +184,14 @@ void save_model(const std::string& path, const Gpt& model, const Vocab& vocab, i
 
 void save_checkpoint(const std::string& path, const Gpt& model, const Vocab& vocab, const Adamw& optimizer,
                      const RunState& run) {
+  save_checkpoint(path, model, vocab, optimizer.state(), optimizer.steps_taken(), run);
+}
+
+void save_checkpoint(const std::string& path, const Gpt& model, const Vocab& vocab, const NamedParameters& moments,
+                     int optimizer_steps, const RunState& run) {
   const std::string state_file = state_path(path, run.step);
-  io::Safetensors state = to_safetensors(optimizer.state());
-  state.metadata = run_metadata(run, optimizer.steps_taken());
+  io::Safetensors state = to_safetensors(moments);
+  state.metadata = run_metadata(run, optimizer_steps);
   const std::string state_crc = io::write_safetensors(state_file, state);
 
   io::Safetensors st = to_safetensors(model.parameters());
@@ -299,12 +304,18 @@ void assign_parameters(const Gpt& model, const Checkpoint& checkpoint) {
   for (const auto& p : checkpoint.parameters) model.parameter(p.first).assign(p.second);
 }
 
-void restore_optimizer(Adamw& optimizer, const TrainingState& state) {
+namespace {
+template <class Optimizer>
+void restore(Optimizer& optimizer, const TrainingState& state) {
   try {
     optimizer.load_state(state.moments, state.optimizer_steps);
   } catch (const Error& e) {
     throw SafetensorsError(SafetensorsError::Kind::foreign, state.path + ": " + e.what());
   }
 }
+}  // namespace
+
+void restore_optimizer(Adamw& optimizer, const TrainingState& state) { restore(optimizer, state); }
+void restore_optimizer(DataParallelAdamw& optimizer, const TrainingState& state) { restore(optimizer, state); }
 
 }  // namespace ptk::nn

@@ -28,6 +28,7 @@
 
 #include "ptk/nn/adamw.hpp"
 #include "ptk/nn/data.hpp"
+#include "ptk/nn/data_parallel.hpp"
 #include "ptk/nn/gpt.hpp"
 #include "ptk/nn/train.hpp"
 
@@ -42,6 +43,9 @@ void save_model(const std::string& path, const Gpt& model, const Vocab& vocab, i
 // The model and its training state, paired (above); step = run.step.
 void save_checkpoint(const std::string& path, const Gpt& model, const Vocab& vocab, const Adamw& optimizer,
                      const RunState& run);
+// The same from the optimizer's moments as Adamw::state() names them (a data-parallel run's, gathered to rank 0).
+void save_checkpoint(const std::string& path, const Gpt& model, const Vocab& vocab, const NamedParameters& moments,
+                     int optimizer_steps, const RunState& run);
 
 struct TrainingState {
   std::string path;
@@ -70,5 +74,7 @@ void assign_parameters(const Gpt& model, const Checkpoint& checkpoint);
 
 // Copies the moments and the step count into an optimizer over the same model.
 void restore_optimizer(Adamw& optimizer, const TrainingState& state);
+// Each rank of a data-parallel run takes its slice (sharded) or all of the moments.
+void restore_optimizer(DataParallelAdamw& optimizer, const TrainingState& state);
 
 }  // namespace ptk::nn

@@ -27,6 +27,21 @@ StepResult train_step(const Gpt& model, Adamw& optimizer, const Batch& batch, fl
   return StepResult{values[0][0], values[1][0]};
 }
 
+StepResult train_step(const Gpt& model, DataParallelAdamw& optimizer, dist::Comm& comm, const Batch& batch, float lr,
+                      bool& stop) {
+  const Share share = batch_share(batch.B, comm.rank(), comm.size());
+  const Batch local = slice_batch(batch, share);
+  model.zero_grad();
+  const auto io = ag::Ids::from_vectors({local.B, local.T}, {&local.inputs, &local.targets}, model.device());
+  const ag::Var loss = model.loss(io[0], io[1], local.B, local.T);
+  loss.backward();
+  const double weight = static_cast<double>(share.size()) / static_cast<double>(batch.B);
+  std::vector<double> sums{static_cast<double>(loss.item()) * weight, stop ? 1.0 : 0.0};
+  const float norm = optimizer.step(lr, static_cast<float>(weight), sums);
+  stop = sums[1] > 0.0;
+  return StepResult{static_cast<float>(sums[0]), norm};
+}
+
 int default_warmup(int steps) { return std::max(1, std::min(100, steps / 10)); }
 
 std::string new_run_id() {
@@ -39,36 +54,48 @@ std::string new_run_id() {
 
 Trainer::Trainer(const Gpt& model, Adamw& optimizer, const std::vector<int>& tokens, const RunState& state)
     : model_(model),
-      optimizer_(optimizer),
+      optimizer_(&optimizer),
       state_(state),
       sampler_(tokens, state.batch, model.config().block_size, state.seed + 1, state.sampler_draws) {}
 
-StepReport Trainer::step() {
+Trainer::Trainer(const Gpt& model, DataParallelAdamw& optimizer, dist::Comm& comm, const std::vector<int>& tokens,
+                 const RunState& state)
+    : model_(model),
+      parallel_(&optimizer),
+      comm_(&comm),
+      state_(state),
+      sampler_(tokens, state.batch, model.config().block_size, state.seed + 1, state.sampler_draws) {}
+
+StepReport Trainer::step(bool stop_requested) {
   require(!finished(), "train: the run has done all of its ", state_.schedule.steps, " steps");
   StepReport r;
   r.lr = state_.schedule.at(state_.step);
-  r.result = train_step(model_, optimizer_, sampler_.next(), r.lr);
+  r.stop = stop_requested;
+  r.result = parallel_ != nullptr ? train_step(model_, *parallel_, *comm_, sampler_.next(), r.lr, r.stop)
+                                  : train_step(model_, *optimizer_, sampler_.next(), r.lr);
   r.step = ++state_.step;
   state_.sampler_draws = sampler_.draws();
   return r;
 }
 
-double evaluate(const Gpt& model, const std::vector<int>& tokens, int batch) {
+double evaluate(const Gpt& model, const std::vector<int>& tokens, int batch, dist::Comm* comm) {
   const int T = model.config().block_size;
   const auto batches = validation_batches(tokens, batch, T);
   require(!batches.empty(), "evaluate: ", tokens.size(), " validation tokens cannot fill one window of block_size + 1 = ",
           T + 1);
   ag::NoGrad no_grad;
-  double total = 0.0;
-  std::int64_t positions = 0;
-  for (const auto& b : batches) {
+  const int rank = comm != nullptr ? comm->rank() : 0, ranks = comm != nullptr ? comm->size() : 1;
+  double sums[2] = {0.0, 0.0};  // loss x positions, positions
+  for (std::size_t i = static_cast<std::size_t>(rank); i < batches.size(); i += static_cast<std::size_t>(ranks)) {
+    const auto& b = batches[i];
     const ag::Var loss =
         model.loss(ids(b.inputs, b.B, T, model.device()), ids(b.targets, b.B, T, model.device()), b.B, T);
-    const std::int64_t n = static_cast<std::int64_t>(b.B) * T;
-    total += static_cast<double>(loss.item()) * static_cast<double>(n);
-    positions += n;
+    const double n = static_cast<double>(b.B) * T;
+    sums[0] += static_cast<double>(loss.item()) * n;
+    sums[1] += n;
   }
-  return total / static_cast<double>(positions);
+  if (comm != nullptr) comm->allreduce_sum(sums, 2);
+  return sums[0] / sums[1];
 }
 
 std::string generate(const Gpt& model, const Vocab& vocab, int start, int n, std::uint64_t seed,

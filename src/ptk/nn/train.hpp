@@ -10,8 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "ptk/dist/comm.hpp"
 #include "ptk/nn/adamw.hpp"
 #include "ptk/nn/data.hpp"
+#include "ptk/nn/data_parallel.hpp"
 #include "ptk/nn/gpt.hpp"
 
 namespace ptk::nn {
@@ -23,6 +25,11 @@ struct StepResult {
 
 // zero_grad, forward, backward, AdamW update at learning rate lr.
 StepResult train_step(const Gpt& model, Adamw& optimizer, const Batch& batch, float lr);
+// The same step over the ranks of comm: this rank trains on its share of the global batch (nn/data_parallel.hpp).
+// The loss is the global batch's mean (the shares' losses weighted and summed over the ranks). stop: in, this rank
+// was asked to stop; out, some rank was (every rank returns the same).
+StepResult train_step(const Gpt& model, DataParallelAdamw& optimizer, dist::Comm& comm, const Batch& batch, float lr,
+                      bool& stop);
 
 // Linear warm-up to lr, then cosine decay to min_lr at the last of `steps` (the run's horizon).
 struct Schedule {
@@ -52,6 +59,7 @@ struct StepReport {
   int step = 0;  // 1-based: the step just done
   float lr = 0.0f;
   StepResult result;
+  bool stop = false;  // a stop was requested (on any rank of a data-parallel run)
 };
 
 // Advances a run one step at a time: batch from the sampler, learning rate from the schedule, train_step.
@@ -59,20 +67,27 @@ class Trainer {
  public:
   // tokens: the training split; it must outlive the trainer.
   Trainer(const Gpt& model, Adamw& optimizer, const std::vector<int>& tokens, const RunState& state);
+  // Data parallel over comm's ranks: every rank draws the same global batches and trains on its share.
+  Trainer(const Gpt& model, DataParallelAdamw& optimizer, dist::Comm& comm, const std::vector<int>& tokens,
+          const RunState& state);
   bool finished() const { return state_.step >= state_.schedule.steps; }
-  StepReport step();
+  // stop_requested: this process was asked to stop after this step; the report's stop says whether any rank was.
+  StepReport step(bool stop_requested = false);
   const RunState& state() const { return state_; }
 
  private:
   const Gpt& model_;
-  Adamw& optimizer_;
+  Adamw* optimizer_ = nullptr;
+  DataParallelAdamw* parallel_ = nullptr;
+  dist::Comm* comm_ = nullptr;
   RunState state_;
   BatchSampler sampler_;
 };
 
 // The mean cross-entropy over every position of the consecutive, non-overlapping windows of block_size + 1
-// tokens from the start of `tokens` (a shorter tail is dropped), evaluated in batches of `batch` windows.
-double evaluate(const Gpt& model, const std::vector<int>& tokens, int batch);
+// tokens from the start of `tokens` (a shorter tail is dropped), evaluated in batches of `batch` windows. With comm,
+// the batches are dealt out over its ranks (batch i to rank i mod N) and every rank returns the whole mean.
+double evaluate(const Gpt& model, const std::vector<int>& tokens, int batch, dist::Comm* comm = nullptr);
 
 // n bytes sampled from the model (temperature 1) with a KV cache (nn/inference.hpp), starting from the single
 // token `start`; at a full block the last half block is run again as a new prompt (GenerateOptions::slide).
