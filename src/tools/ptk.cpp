@@ -33,8 +33,10 @@ const char* const kUsage = R"(usage:
   ptk train [--data FILE] [--steps N] [--batch B] [--block T] [--layers L] [--heads H] [--width C]
             [--lr LR] [--seed S] [--save CKPT] [--save-every N] [--load CKPT] [--weights-only]
             [--eval-every N] [--log FILE] [--eval-only] [--sample N] [--device host|default]
+            [--shard-optimizer] [--bucket-mb MB]
                                              train a GPT-2-style byte-level model (ptk train --help);
-                                             --load CKPT continues a saved run bit for bit
+                                             --load CKPT continues a saved run bit for bit;
+                                             mpirun -np N ptk train ...: data parallel over N ranks
   ptk generate --load CKPT [--prompt TEXT | --prompt-file F] [-n N] [--temperature T] [--top-k K]
                [--top-p P] [--seed S] [--device host|default]
                                              stream text from a checkpoint (KV cache; ptk generate --help)

@@ -6,13 +6,11 @@
 
 namespace ptk::nn {
 
-namespace {
 std::vector<ag::Var> vars_of(const NamedParameters& params) {
   std::vector<ag::Var> vars;
   for (const auto& np : params) vars.push_back(np.second);
   return vars;
 }
-}  // namespace
 
 Adamw::Adamw(const NamedParameters& params, const AdamwConfig& config)
     : params_(params),

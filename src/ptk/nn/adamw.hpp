@@ -39,6 +39,9 @@ class Adamw {
   int t_ = 0;
 };
 
+// The Vars of named parameters, in order.
+std::vector<ag::Var> vars_of(const NamedParameters& params);
+
 // The update's constants at step t (1-based) and learning rate lr; weight_decay is left 0 (it is per parameter).
 ag::AdamwStep adamw_step(const AdamwConfig& config, int t, float lr);
 

@@ -8,16 +8,6 @@
 
 namespace ptk::nn {
 
-namespace {
-
-std::vector<ag::Var> vars_of(const NamedParameters& params) {
-  std::vector<ag::Var> vars;
-  for (const auto& np : params) vars.push_back(np.second);
-  return vars;
-}
-
-}  // namespace
-
 Share batch_share(int B, int rank, int ranks) {
   require(ranks > 0 && rank >= 0 && rank < ranks, "data parallel: rank ", rank, " of ", ranks);
   require(B >= ranks, "data parallel: a batch of ", B, " windows cannot give each of ", ranks,
