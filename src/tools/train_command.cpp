@@ -47,7 +47,7 @@ struct Options {
       save_every = 0, eval_every = 0;
   float lr = 2e-3f, bucket_mb = 25.0f;
   std::uint64_t seed = 1337;
-  bool eval_only = false, weights_only = false, shard_optimizer = false;
+  bool eval_only = false, weights_only = false, shard_optimizer = false, overlap_comm = false;
 };
 
 // On the ranks other than 0 of a data-parallel run, std::cout prints nothing while this lives: rank 0 alone
@@ -115,6 +115,8 @@ Given add_options(CLI::App& app, Options& o) {
                "under mpirun: each rank keeps AdamW's moments for 1/N of the parameters (ZeRO-1)");
   app.add_option("--bucket-mb", o.bucket_mb, "under mpirun: allreduce the gradients in buckets of at most this many MiB")
       ->capture_default_str()->check(positive_finite());
+  app.add_flag("--overlap-comm", o.overlap_comm,
+               "under mpirun, unsharded: start each bucket's allreduce during the backward pass (docs/distributed.md)");
   app.add_option("--device", o.device, "host or default (the GPU in a GPU build)")->capture_default_str()->check(CLI::IsMember({"host", "default"}));
   return g;
 }
@@ -210,6 +212,7 @@ std::vector<std::pair<std::string, std::string>> agreement(const Options& o, con
           {"eval_only", std::to_string(o.eval_only)},
           {"shard_optimizer", std::to_string(o.shard_optimizer)},
           {"bucket_mb", fixed(o.bucket_mb, 3)},
+          {"overlap_comm", std::to_string(o.overlap_comm)},
           {"save", o.save},
           {"save_every", std::to_string(o.save_every)},
           {"eval_every", std::to_string(o.eval_every)},
@@ -324,7 +327,7 @@ int train_command(const Args& args) {
   std::optional<nn::DataParallelAdamw> parallel_optimizer;
   if (parallel) {
     const auto bucket = static_cast<std::int64_t>(static_cast<double>(o.bucket_mb) * 1024 * 1024);
-    parallel_optimizer.emplace(model, nn::AdamwConfig{}, comm, nn::DataParallelOptions{o.shard_optimizer, bucket});
+    parallel_optimizer.emplace(model, nn::AdamwConfig{}, comm, nn::DataParallelOptions{o.shard_optimizer, bucket, o.overlap_comm});
     if (resuming) nn::restore_optimizer(*parallel_optimizer, *checkpoint.training);
   } else {
     optimizer.emplace(model.parameters(), nn::AdamwConfig{});
@@ -352,15 +355,21 @@ int train_command(const Args& args) {
               << text.size() << " bytes, CRC " << text_crc << "): its batches differ from the original run's\n";
   if (parallel) {
     const auto& p = *parallel_optimizer;
+    // Each rank's AdamW moments, as allocated (a collective: every rank reaches it).
+    std::string per_rank;
+    for (const auto& bytes : comm.allgather(std::to_string(p.state_bytes())))
+      per_rank += (per_rank.empty() ? "" : " / ") + megabytes(std::stod(bytes));
+    const nn::Share first = nn::batch_share(run.batch, 0, comm.size()), last = nn::batch_share(run.batch, comm.size() - 1, comm.size());
     std::cout << "dist   " << comm.size() << " ranks (" << comm.library() << "), "
-              << Kokkos::DefaultHostExecutionSpace().concurrency() << " host thread(s) on rank 0: each step's "
-              << run.batch << " windows split " << nn::batch_share(run.batch, 0, comm.size()).size() << (run.batch % comm.size() ? " or " + std::to_string(nn::batch_share(run.batch, comm.size() - 1, comm.size()).size()) : "") << " a rank; "
+              << Kokkos::DefaultHostExecutionSpace().concurrency() << " host thread(s) on rank 0: each step's " << run.batch
+              << " windows split " << first.size() << (first.size() != last.size() ? " or " + std::to_string(last.size()) : "")
+              << " a rank; "
               << (p.sharded() ? "gradients reduce-scattered, parameters allgathered (ZeRO-1)"
-                              : "gradients allreduced in " + std::to_string(p.buckets()) + " bucket(s) of at most " + fixed(o.bucket_mb, 1) + " MiB")
+                              : "gradients allreduced in " + std::to_string(p.buckets()) + " bucket(s) of about " +
+                                    fixed(o.bucket_mb, 1) + " MiB" + (p.overlaps() ? ", overlapped with the backward pass" : ""))
               << "; " << (device == ag::Device::device && !comm.direct(dist::Memory::device) ? "staged through host memory" : "buffers passed to MPI directly") << "\n"
-              << "       optimizer state " << megabytes(static_cast<double>(p.state_bytes())) << " on rank 0"
-              << (p.sharded() ? " (1/" + std::to_string(comm.size()) + " of the " + megabytes(8.0 * static_cast<double>(p.parameter_count())) + " unsharded)" : "")
-              << "\n";
+              << "       optimizer state per rank " << per_rank
+              << (p.sharded() ? " (unsharded: " + megabytes(8.0 * static_cast<double>(p.parameter_count())) + " each)" : "") << "\n";
   } else if (o.shard_optimizer) {
     std::cout << "note   --shard-optimizer: one process, nothing to shard (mpirun -np N ptk train ... shards)\n";
   }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 
@@ -93,7 +94,9 @@ void Var::zero_grad() const {
   });
 }
 
-void Var::backward() const {
+void Var::backward() const { backward({}); }
+
+void Var::backward(const std::function<void(const Var& leaf)>& leaf_done) const {
   require(numel() == 1, "ptk::ag::Var::backward: the loss must have one element, got shape ", shape());
   require(requires_grad(), "ptk::ag::Var::backward: the loss does not require a gradient (no parameter that requires "
                            "one reaches it, or it was computed under NoGrad)");
@@ -115,6 +118,14 @@ void Var::backward() const {
     }
   }
 
+  // For leaf_done: how many nodes still to run add into each leaf's gradient.
+  std::unordered_map<const VarImpl*, int> pending;
+  if (leaf_done)
+    for (const auto& var : order)
+      if (var->grad_fn)
+        for (const auto& input : var->grad_fn->inputs)
+          if (input->requires_grad && !input->grad_fn) ++pending[input.get()];
+
   on_device(device(), [&](auto tag) {
     using S = typename decltype(tag)::type;
     fill<S>(grad_of<S>(*impl_).storage(), 1.0f);
@@ -123,6 +134,11 @@ void Var::backward() const {
     VarImpl& var = **it;
     if (!var.grad_fn) continue;  // a leaf: keeps its gradient
     if (has_grad_buffer(var)) var.grad_fn->backward(var);
+    if (leaf_done)
+      for (const auto& input : var.grad_fn->inputs) {
+        const auto left = pending.find(input.get());
+        if (left != pending.end() && --left->second == 0) leaf_done(Var(input));
+      }
     var.grad_fn.reset();
     var.grad = Buffer{};
   }

@@ -11,6 +11,7 @@
 //   intermediate gradients), so nothing outlives the step but the leaves' .grad.
 // - NoGrad: a scope that records nothing (evaluation, sampling, optimizer updates).
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -58,6 +59,9 @@ class Var {
 
   // From a one-element loss: adds d loss / d leaf into every leaf that requires a gradient, then frees the graph.
   void backward() const;
+  // The same, calling leaf_done(leaf) for each leaf as soon as the last node that adds into its gradient has run
+  // (its gradient is final while the rest of the backward pass goes on: data parallelism starts reducing it there).
+  void backward(const std::function<void(const Var& leaf)>& leaf_done) const;
   bool has_graph() const;  // a node is attached (false for leaves and after backward)
 
   VarImpl& impl() const;

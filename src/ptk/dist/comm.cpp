@@ -137,6 +137,60 @@ void Comm::allreduce_sum(float* data, std::int64_t n, Memory memory) {
   if (buffer != data) copy_floats(data, false, buffer, true, n);
 }
 
+struct Comm::Started {
+#if defined(PTK_HAVE_MPI)
+  MPI_Request request = MPI_REQUEST_NULL;
+#endif
+  std::vector<float> host;     // the staged copy, when the buffer is device memory MPI cannot take
+  float* data = nullptr;       // where the sum goes back to from host
+  std::int64_t n = 0;
+};
+
+void Comm::start_allreduce_sum(float* data, std::int64_t n, Memory memory) {
+  if (size_ == 1 || n <= 0) return;
+  require(n <= INT_MAX, "dist: a bucket of ", n, " floats is more than MPI's int count allows");
+  Kokkos::fence();  // the kernels that wrote the buffer
+  Timed timed(seconds_);
+  auto op = std::make_shared<Started>();
+  float* buffer = data;
+  if (!direct(memory)) {
+    op->host.resize(static_cast<std::size_t>(n));
+    copy_floats(op->host.data(), true, data, false, n);
+    buffer = op->host.data();
+    op->data = data;
+    op->n = n;
+  }
+#if defined(PTK_HAVE_MPI)
+  MPI_Iallreduce(MPI_IN_PLACE, buffer, static_cast<int>(n), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &op->request);
+#else
+  (void)buffer;
+#endif
+  started_.push_back(std::move(op));
+}
+
+void Comm::progress() {
+  if (started_.empty()) return;
+  Timed timed(seconds_);
+#if defined(PTK_HAVE_MPI)
+  for (const auto& op : started_) {
+    int done = 0;
+    MPI_Test(&op->request, &done, MPI_STATUS_IGNORE);
+  }
+#endif
+}
+
+void Comm::wait_all() {
+  if (started_.empty()) return;
+  Timed timed(seconds_);
+  for (const auto& op : started_) {
+#if defined(PTK_HAVE_MPI)
+    MPI_Wait(&op->request, MPI_STATUS_IGNORE);
+#endif
+    if (op->data != nullptr) copy_floats(op->data, false, op->host.data(), true, op->n);
+  }
+  started_.clear();
+}
+
 void Comm::allreduce_sum(double* data, std::int64_t n) {
   if (size_ == 1 || n <= 0) return;
   Timed timed(seconds_);

@@ -12,6 +12,7 @@
 // (Open MPI's MPIX_Query_cuda_support / MPIX_Query_rocm_support, or PTK_MPI_GPU_AWARE=0|1 for the libraries that
 // have no such query).
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,11 @@ class Comm {
   // In-place sums over the ranks. Float buffers may be in device memory; the result is on every rank.
   void allreduce_sum(float* data, std::int64_t n, Memory memory);
   void allreduce_sum(double* data, std::int64_t n);
+  // The same started without waiting (MPI_Iallreduce), to overlap with computation: progress() lets MPI move the
+  // started sums along, wait_all() finishes every one. The buffer must not be touched until then.
+  void start_allreduce_sum(float* data, std::int64_t n, Memory memory);
+  void progress();
+  void wait_all();
   // full holds sum(counts) floats on every rank; rank r receives the sum of its part [offset_r, offset_r + counts[r])
   // into mine (counts[r] floats). full and mine are in `memory`.
   void reduce_scatter_sum(const float* full, float* mine, const std::vector<std::int64_t>& counts, Memory memory);
@@ -77,6 +83,8 @@ class Comm {
   std::string library_ = "none";
   double seconds_ = 0.0;
   std::vector<float> staging_, staging_out_;  // host copies of device buffers, when !direct(Memory::device)
+  struct Started;                              // the sums start_allreduce_sum began (comm.cpp)
+  std::vector<std::shared_ptr<Started>> started_;
 };
 
 // True when this process was started by an MPI launcher (mpirun, mpiexec, srun with PMI/PMIx): Open MPI's,

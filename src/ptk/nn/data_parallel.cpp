@@ -46,8 +46,20 @@ DataParallelAdamw::DataParallelAdamw(const Gpt& model, const AdamwConfig& config
   } else {
     end_ = n;
   }
+  // Buckets of whole parameters, from the last (the first a backward pass finishes), closed once they reach the cap.
   const std::int64_t cap = std::max<std::int64_t>(1, options.bucket_bytes / static_cast<std::int64_t>(sizeof(float)));
-  for (std::int64_t hi = n; hi > 0; hi -= cap) buckets_.emplace_back(std::max<std::int64_t>(0, hi - cap), hi);
+  const auto& params = model.parameters();
+  bucket_of_.resize(params.size());
+  for (std::size_t i = params.size(); i-- > 0;) {
+    if (buckets_.empty() || buckets_.back().hi - buckets_.back().lo >= cap) {
+      buckets_.emplace_back();
+      buckets_.back().hi = flat_.offset(i) + flat_.numel(i);
+    }
+    buckets_.back().lo = flat_.offset(i);
+    ++buckets_.back().parameters;
+    bucket_of_[i] = static_cast<int>(buckets_.size()) - 1;
+    parameter_of_[&params[i].second.impl()] = static_cast<int>(i);
+  }
   for (const auto& np : model.parameters())
     weight_decay_.push_back(np.second.shape().size() == 2 ? config.weight_decay : 0.0f);  // as Adamw
   const ag::Device device = flat_.device();
@@ -64,13 +76,43 @@ std::vector<std::int64_t> DataParallelAdamw::shard_counts() const {
   return counts;
 }
 
+void DataParallelAdamw::start(Bucket& bucket, float weight) {
+  flat_.scale_grads(bucket.lo, bucket.hi, weight);
+  comm_.start_allreduce_sum(flat_.grads() + bucket.lo, bucket.hi - bucket.lo, memory_);
+  bucket.started = true;
+}
+
+std::function<void(const ag::Var&)> DataParallelAdamw::backward_hook(float weight) {
+  require(overlaps(), "data parallel: backward_hook without overlap (or with a sharded optimizer)");
+  for (auto& b : buckets_) {
+    b.pending = b.parameters;
+    b.started = false;
+  }
+  hooked_ = true;
+  return [this, weight](const ag::Var& leaf) {
+    const auto it = parameter_of_.find(&leaf.impl());
+    if (it == parameter_of_.end()) return;  // not one of the model's parameters
+    Bucket& b = buckets_[static_cast<std::size_t>(bucket_of_[static_cast<std::size_t>(it->second)])];
+    if (--b.pending == 0) start(b, weight);
+    comm_.progress();
+  };
+}
+
 void DataParallelAdamw::reduce_gradients(float weight) {
+  if (hooked_) {
+    // Overlapped: the buckets whose parameters the backward pass never reached start now; then all finish.
+    for (auto& b : buckets_)
+      if (!b.started) start(b, weight);
+    comm_.wait_all();
+    hooked_ = false;
+    return;
+  }
   flat_.scale_grads(0, flat_.size(), weight);
   if (options_.shard_optimizer) {
     comm_.reduce_scatter_sum(flat_.grads(), ag::FlatParameters::data_pointer(shard_grad_), shard_counts(), memory_);
     flat_.set_grads(begin_, shard_grad_);
   } else {
-    for (const auto& [lo, hi] : buckets_) comm_.allreduce_sum(flat_.grads() + lo, hi - lo, memory_);
+    for (const auto& b : buckets_) comm_.allreduce_sum(flat_.grads() + b.lo, b.hi - b.lo, memory_);
   }
 }
 

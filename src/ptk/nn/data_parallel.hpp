@@ -5,8 +5,10 @@
 //   windows [begin, end) of batch_share(B, r, N) (contiguous, sizes differing by at most one).
 // - Each rank's gradient is of its share's mean loss; it is scaled by share / B and summed over the ranks, so the
 //   step's gradient is the global batch's mean, as one process computes it.
-// - Unsharded: the sum is an allreduce of the flat gradient (ag::FlatParameters) in buckets of at most
-//   bucket_bytes, the last parameters first; every rank then updates every parameter identically.
+// - Unsharded: the sum is an allreduce of the flat gradient (ag::FlatParameters) in buckets of whole parameters of
+//   about bucket_bytes, the last parameters first; every rank then updates every parameter identically. With
+//   overlap, a bucket's allreduce starts during the backward pass, as soon as its parameters' gradients are final
+//   (backward_hook()), and the step waits for them all before the update.
 // - Sharded (ZeRO-1, --shard-optimizer): the flat parameter range is cut into N contiguous shards; the gradients
 //   are reduce-scattered, each rank keeps AdamW's moments for its shard alone and updates it, and the parameters
 //   are allgathered. Optimizer memory per rank is 1/N of the unsharded.
@@ -17,6 +19,8 @@
 //   checkpoint gives each rank its own slice. So a checkpoint moves freely between any numbers of ranks, sharded
 //   or not.
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -42,12 +46,19 @@ Batch slice_batch(const Batch& batch, const Share& share);
 struct DataParallelOptions {
   bool shard_optimizer = false;
   std::int64_t bucket_bytes = std::int64_t{25} << 20;  // as PyTorch DDP's default bucket_cap_mb
+  bool overlap = false;  // unsharded: start each bucket's allreduce during the backward pass
 };
 
 class DataParallelAdamw {
  public:
   // Binds the model's parameters into flat buffers (ag::FlatParameters). Every rank must call it.
   DataParallelAdamw(const Gpt& model, const AdamwConfig& config, dist::Comm& comm, const DataParallelOptions& options);
+
+  // True when the gradients' reduction overlaps the backward pass: the step then runs
+  // backward(backward_hook(weight)) instead of backward().
+  bool overlaps() const { return options_.overlap && !options_.shard_optimizer; }
+  // For Var::backward: starts each bucket's allreduce (its gradients scaled by weight) once its parameters are final.
+  std::function<void(const ag::Var&)> backward_hook(float weight);
 
   // After this rank's backward over `weight` = its share / B of the batch: reduces the gradients, clips by the
   // global norm, updates, and (sharded) gathers the parameters. `also_sum` rides along with the norm's reduction
@@ -82,7 +93,16 @@ class DataParallelAdamw {
   DataParallelOptions options_;
   ag::FlatParameters flat_;
   std::int64_t begin_ = 0, end_ = 0;                             // this rank's range of the flat parameters
-  std::vector<std::pair<std::int64_t, std::int64_t>> buckets_;  // unsharded allreduce ranges, last first
+  struct Bucket {
+    std::int64_t lo = 0, hi = 0;  // a range of whole parameters
+    int parameters = 0, pending = 0;
+    bool started = false;
+  };
+  void start(Bucket& bucket, float weight);
+  std::vector<Bucket> buckets_;             // unsharded allreduce ranges, last parameters first
+  std::vector<int> bucket_of_;              // parameter -> bucket
+  std::map<const void*, int> parameter_of_;  // a parameter's VarImpl -> its index
+  bool hooked_ = false;                     // this step's backward ran with backward_hook
   std::vector<float> weight_decay_;
   ag::Var m_, v_, shard_grad_, stats_;
   dist::Memory memory_;

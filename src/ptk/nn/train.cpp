@@ -34,8 +34,9 @@ StepResult train_step(const Gpt& model, DataParallelAdamw& optimizer, dist::Comm
   model.zero_grad();
   const auto io = ag::Ids::from_vectors({local.B, local.T}, {&local.inputs, &local.targets}, model.device());
   const ag::Var loss = model.loss(io[0], io[1], local.B, local.T);
-  loss.backward();
   const double weight = static_cast<double>(share.size()) / static_cast<double>(batch.B);
+  if (optimizer.overlaps()) loss.backward(optimizer.backward_hook(static_cast<float>(weight)));
+  else loss.backward();
   std::vector<double> sums{static_cast<double>(loss.item()) * weight, stop ? 1.0 : 0.0};
   const float norm = optimizer.step(lr, static_cast<float>(weight), sums);
   stop = sums[1] > 0.0;
