@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Data-parallel training under mpirun (docs/distributed.md), against one process:
 #   1. np = 2 and np = 1, same global batch, 200 steps: the loss within tolerance at every step (below);
-#      np = 2 sharded (--shard-optimizer, ZeRO-1), np = 2 overlapped (--overlap-comm, 7 buckets) and plain np = 2:
+#      np = 2 sharded (--shard-optimizer, ZeRO-1), np = 2 overlapped (--overlap-comm, 7 buckets), the three through
+#      host staging (PTK_MPI_FORCE_STAGING=1: the path of a GPU build whose MPI is not GPU-aware) and plain np = 2:
 #      bit for bit the same losses, gradient norms, weights and moments; the optimizer memory each rank reports.
 #   2. Checkpoints move between a sharded 2-rank run and a single process, both ways, and continue within tolerance of
 #      the single-process run continued from its own checkpoint.
@@ -27,12 +28,20 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 step() { echo "--- $*"; }
 train=(train --data "$data" --steps 200 --batch 16 --block 64 --eval-every 0)
 
-step "np = 1, np = 2, np = 2 sharded, np = 2 overlapped: 200 steps each"
+step "np = 1; np = 2 plain, sharded, overlapped, and the three again through host staging: 200 steps each"
 "$ptk" "${train[@]}" --log np1.jsonl --save np1.safetensors >np1.out
 mpi -np 2 "$ptk" "${train[@]}" --log np2.jsonl --save np2.safetensors >np2.out
 mpi -np 2 "$ptk" "${train[@]}" --shard-optimizer --log np2s.jsonl --save np2s.safetensors >np2s.out
 mpi -np 2 "$ptk" "${train[@]}" --overlap-comm --bucket-mb 0.5 --log np2o.jsonl --save np2o.safetensors >np2o.out
 grep -q "overlapped with the backward pass" np2o.out || fail "the --overlap-comm run does not say it overlaps"
+# The host-staging path that a GPU build takes with an MPI that is not GPU-aware, forced on this CPU build.
+export PTK_MPI_FORCE_STAGING=1
+mpi -np 2 "$ptk" "${train[@]}" --log np2st.jsonl --save np2st.safetensors >np2st.out
+mpi -np 2 "$ptk" "${train[@]}" --shard-optimizer --log np2sst.jsonl --save np2sst.safetensors >np2sst.out
+mpi -np 2 "$ptk" "${train[@]}" --overlap-comm --bucket-mb 0.5 --log np2ost.jsonl --save np2ost.safetensors >np2ost.out
+unset PTK_MPI_FORCE_STAGING
+grep -q "staged through host memory" np2sst.out || fail "the staged run does not say it stages"
+grep -q "buffers passed to MPI directly" np2.out || fail "the plain run does not say it passes buffers directly"
 grep -q "^dist   2 ranks" np2.out || fail "the np = 2 run does not say it runs on 2 ranks"
 grep -q "reduce-scattered" np2s.out || fail "the sharded run does not say it shards"
 # AdamW's moments per rank as allocated: 8 bytes a parameter unsharded, half of that on each of 2 sharded ranks.
@@ -48,7 +57,7 @@ def log(path):
     return {d["step"]: d for d in (json.loads(l) for l in open(path)) if "step" in d}
 def payload(path):  # the tensors of a safetensors file, without its header (run ids and CRCs differ)
     b = open(path, "rb").read(); n = struct.unpack("<Q", b[:8])[0]; return b[8 + n:]
-one, two, sharded, overlapped = log("np1.jsonl"), log("np2.jsonl"), log("np2s.jsonl"), log("np2o.jsonl")
+one, two = log("np1.jsonl"), log("np2.jsonl")
 rtol = 16 * 64 * 2.0**-24
 worst = max((abs(two[s]["loss"] - one[s]["loss"]) / abs(one[s]["loss"]), s) for s in range(1, 201))
 print(f"np = 2 vs np = 1: worst relative loss difference {worst[0]:.3g} at step {worst[1]} (tolerance {rtol:.3g}, "
@@ -57,11 +66,12 @@ bad = [s for s in range(1, 201) if abs(two[s]["loss"] - one[s]["loss"]) > rtol *
 if bad:
     s = bad[0]
     sys.exit(f"FAIL: {len(bad)} steps outside tolerance, first step {s}: np=1 {one[s]['loss']!r} np=2 {two[s]['loss']!r}")
-for name, other in [("sharded", sharded), ("overlapped", overlapped)]:
+for name, tag in [("sharded", "np2s"), ("overlapped", "np2o"), ("staged", "np2st"), ("staged sharded", "np2sst"),
+                  ("staged overlapped", "np2ost")]:
+    other = log(f"{tag}.jsonl")
     diff = [s for s in range(1, 201) if (two[s]["loss"], two[s]["grad_norm"]) != (other[s]["loss"], other[s]["grad_norm"])]
     if diff:
         sys.exit(f"FAIL: {name} and plain np = 2 differ first at step {diff[0]}: {two[diff[0]]} vs {other[diff[0]]}")
-    tag = "np2s" if name == "sharded" else "np2o"
     for a, b in [("np2.safetensors", f"{tag}.safetensors"), ("np2.state-200.safetensors", f"{tag}.state-200.safetensors")]:
         if payload(a) != payload(b):
             sys.exit(f"FAIL: {a} and {b} hold different tensors")

@@ -367,7 +367,7 @@ int train_command(const Args& args) {
               << (p.sharded() ? "gradients reduce-scattered, parameters allgathered (ZeRO-1)"
                               : "gradients allreduced in " + std::to_string(p.buckets()) + " bucket(s) of about " +
                                     fixed(o.bucket_mb, 1) + " MiB" + (p.overlaps() ? ", overlapped with the backward pass" : ""))
-              << "; " << (device == ag::Device::device && !comm.direct(dist::Memory::device) ? "staged through host memory" : "buffers passed to MPI directly") << "\n"
+              << "; " << (comm.direct(device == ag::Device::device ? dist::Memory::device : dist::Memory::host) ? "buffers passed to MPI directly" : "staged through host memory") << "\n"
               << "       optimizer state per rank " << per_rank
               << (p.sharded() ? " (unsharded: " + megabytes(8.0 * static_cast<double>(p.parameter_count())) + " each)" : "") << "\n";
   } else if (o.shard_optimizer) {

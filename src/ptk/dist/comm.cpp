@@ -25,6 +25,8 @@ namespace {
 
 using DeviceMemory = Kokkos::DefaultExecutionSpace::memory_space;
 constexpr bool kHostOnly = Kokkos::SpaceAccessibility<Kokkos::HostSpace, DeviceMemory>::accessible;
+// Whether a buffer in `memory` is host memory (device memory is, in a host-only build).
+bool is_host(Memory memory) { return memory == Memory::host || kHostOnly; }
 
 using HostView = Kokkos::View<float*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
 using DeviceView = Kokkos::View<float*, DeviceMemory, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
@@ -109,9 +111,11 @@ void Comm::start(int rank, int size, int local_rank, bool gpu_aware, std::string
   gpu_aware_ = gpu_aware;
   library_ = std::move(library);
   mpi_ = true;
+  const char* staging = env("PTK_MPI_FORCE_STAGING");
+  force_staging_ = staging != nullptr && std::string(staging) == "1";
 }
 
-bool Comm::direct(Memory memory) const { return memory == Memory::host || kHostOnly || gpu_aware_; }
+bool Comm::direct(Memory memory) const { return !force_staging_ && (is_host(memory) || gpu_aware_); }
 
 double Comm::take_seconds() {
   const double s = seconds_;
@@ -126,7 +130,7 @@ void Comm::allreduce_sum(float* data, std::int64_t n, Memory memory) {
   float* buffer = data;
   if (!direct(memory)) {
     staging_.resize(static_cast<std::size_t>(n));
-    copy_floats(staging_.data(), true, data, false, n);
+    copy_floats(staging_.data(), true, data, is_host(memory), n);
     buffer = staging_.data();
   }
 #if defined(PTK_HAVE_MPI)
@@ -134,16 +138,17 @@ void Comm::allreduce_sum(float* data, std::int64_t n, Memory memory) {
     MPI_Allreduce(MPI_IN_PLACE, buffer + at, static_cast<int>(std::min<std::int64_t>(INT_MAX, n - at)), MPI_FLOAT, MPI_SUM,
                   MPI_COMM_WORLD);
 #endif
-  if (buffer != data) copy_floats(data, false, buffer, true, n);
+  if (buffer != data) copy_floats(data, is_host(memory), buffer, true, n);
 }
 
 struct Comm::Started {
 #if defined(PTK_HAVE_MPI)
   MPI_Request request = MPI_REQUEST_NULL;
 #endif
-  std::vector<float> host;     // the staged copy, when the buffer is device memory MPI cannot take
+  std::vector<float> host;     // the staged copy, when MPI does not take the buffer itself
   float* data = nullptr;       // where the sum goes back to from host
   std::int64_t n = 0;
+  Memory memory = Memory::host;
 };
 
 void Comm::start_allreduce_sum(float* data, std::int64_t n, Memory memory) {
@@ -155,10 +160,11 @@ void Comm::start_allreduce_sum(float* data, std::int64_t n, Memory memory) {
   float* buffer = data;
   if (!direct(memory)) {
     op->host.resize(static_cast<std::size_t>(n));
-    copy_floats(op->host.data(), true, data, false, n);
+    copy_floats(op->host.data(), true, data, is_host(memory), n);
     buffer = op->host.data();
     op->data = data;
     op->n = n;
+    op->memory = memory;
   }
 #if defined(PTK_HAVE_MPI)
   MPI_Iallreduce(MPI_IN_PLACE, buffer, static_cast<int>(n), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &op->request);
@@ -186,7 +192,7 @@ void Comm::wait_all() {
 #if defined(PTK_HAVE_MPI)
     MPI_Wait(&op->request, MPI_STATUS_IGNORE);
 #endif
-    if (op->data != nullptr) copy_floats(op->data, false, op->host.data(), true, op->n);
+    if (op->data != nullptr) copy_floats(op->data, is_host(op->memory), op->host.data(), true, op->n);
   }
   started_.clear();
 }
@@ -204,7 +210,7 @@ void Comm::reduce_scatter_sum(const float* full, float* mine, const std::vector<
   require(static_cast<int>(counts.size()) == size_, "dist: reduce_scatter: ", counts.size(), " counts for ", size_, " ranks");
   const std::int64_t n = total_of(counts), own = counts[static_cast<std::size_t>(rank_)];
   if (size_ == 1) {
-    copy_floats(mine, memory == Memory::host, full, memory == Memory::host, own);
+    copy_floats(mine, is_host(memory), full, is_host(memory), own);
     return;
   }
   Kokkos::fence();
@@ -214,7 +220,7 @@ void Comm::reduce_scatter_sum(const float* full, float* mine, const std::vector<
   if (!direct(memory)) {
     staging_.resize(static_cast<std::size_t>(n));
     staging_out_.resize(static_cast<std::size_t>(own));
-    copy_floats(staging_.data(), true, full, false, n);
+    copy_floats(staging_.data(), true, full, is_host(memory), n);
     in = staging_.data();
     out = staging_out_.data();
   }
@@ -222,7 +228,7 @@ void Comm::reduce_scatter_sum(const float* full, float* mine, const std::vector<
   const auto c = int_counts(counts, "reduce_scatter");
   MPI_Reduce_scatter(in, out, c.data(), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
 #endif
-  if (out != mine) copy_floats(mine, false, out, true, own);
+  if (out != mine) copy_floats(mine, is_host(memory), out, true, own);
 }
 
 void Comm::allgather(float* full, const std::vector<std::int64_t>& counts, Memory memory) {
@@ -236,32 +242,30 @@ void Comm::allgather(float* full, const std::vector<std::int64_t>& counts, Memor
     // Only this rank's part is needed on the host before the exchange; the whole buffer comes back after it.
     staging_.resize(static_cast<std::size_t>(n));
     const auto offset = offsets_of(counts)[static_cast<std::size_t>(rank_)];
-    copy_floats(staging_.data() + offset, true, full + offset, false, counts[static_cast<std::size_t>(rank_)]);
+    copy_floats(staging_.data() + offset, true, full + offset, is_host(memory), counts[static_cast<std::size_t>(rank_)]);
     buffer = staging_.data();
   }
 #if defined(PTK_HAVE_MPI)
   const auto c = int_counts(counts, "allgather"), d = int_counts(offsets_of(counts), "allgather");
   MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buffer, c.data(), d.data(), MPI_FLOAT, MPI_COMM_WORLD);
 #endif
-  if (buffer != full) copy_floats(full, false, buffer, true, n);
+  if (buffer != full) copy_floats(full, is_host(memory), buffer, true, n);
 }
 
 void Comm::gather_to_root(const float* mine, float* full_host, const std::vector<std::int64_t>& counts, Memory memory) {
   require(static_cast<int>(counts.size()) == size_, "dist: gather: ", counts.size(), " counts for ", size_, " ranks");
   const std::int64_t own = counts[static_cast<std::size_t>(rank_)];
   if (size_ == 1) {
-    copy_floats(full_host, true, mine, memory == Memory::host || kHostOnly, own);
+    copy_floats(full_host, true, mine, is_host(memory), own);
     return;
   }
   Kokkos::fence();
   Timed timed(seconds_);
   const float* in = mine;
-  if (memory == Memory::device && !kHostOnly) {  // MPI_Gatherv's send side: staged unless GPU-aware
-    if (!gpu_aware_) {
-      staging_.resize(static_cast<std::size_t>(own));
-      copy_floats(staging_.data(), true, mine, false, own);
-      in = staging_.data();
-    }
+  if (!direct(memory)) {  // MPI_Gatherv's send side; the receive side is host memory
+    staging_.resize(static_cast<std::size_t>(own));
+    copy_floats(staging_.data(), true, mine, is_host(memory), own);
+    in = staging_.data();
   }
 #if defined(PTK_HAVE_MPI)
   const auto c = int_counts(counts, "gather"), d = int_counts(offsets_of(counts), "gather");

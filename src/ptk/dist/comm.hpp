@@ -10,7 +10,8 @@
 // the buffer's own pointer or copies it through a host staging buffer is decided in one place, Comm::direct(): host
 // memory always goes directly, device memory only where the MPI library says at run time that it is GPU-aware
 // (Open MPI's MPIX_Query_cuda_support / MPIX_Query_rocm_support, or PTK_MPI_GPU_AWARE=0|1 for the libraries that
-// have no such query).
+// have no such query). PTK_MPI_FORCE_STAGING=1 stages every buffer, host memory too: the staging path then runs, and
+// is tested, on a CPU build.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -79,7 +80,7 @@ class Comm {
  private:
   Comm() = default;
   int rank_ = 0, size_ = 1, local_rank_ = 0;
-  bool gpu_aware_ = false, mpi_ = false;
+  bool gpu_aware_ = false, mpi_ = false, force_staging_ = false;
   std::string library_ = "none";
   double seconds_ = 0.0;
   std::vector<float> staging_, staging_out_;  // host copies of device buffers, when !direct(Memory::device)
