@@ -8,6 +8,7 @@
 #      the single-process run continued from its own checkpoint.
 #   3. Failures end the job with one line from the failing rank and a non-zero status, never a hang: a missing
 #      data file on one rank, ranks started with different settings, a batch smaller than the ranks, a rank killed.
+#   4. SIGINT to mpirun: the ranks stop after the same step and rank 0's checkpoint loads.
 # Tolerance: every step's loss within rtol = B·T·2^-24 of the single-process loss (relative), the classical bound
 # n·u on the rounding error of a float sum of n = B·T terms (u = 2^-24): the loss is the mean over B·T positions,
 # and every weight gradient a sum over B·T rows that np = 2 adds in two halves. It bounds step 1 exactly; the later
@@ -143,4 +144,17 @@ status=0
 wait "$job" || status=$?
 [ $status -ne 0 ] && [ $status -ne 124 ] || fail "killed: exit status $status (124: a hang)"
 echo "killed rank 1 (pid $victim): the job ended with status $status"
+
+step "SIGINT to mpirun: every rank stops after the same step, rank 0 saves a checkpoint that loads"
+timeout 120 mpirun --oversubscribe -np 2 "$ptk" "${short[@]}" --batch 4 --data "$data" --steps 100000 --save sig.safetensors \
+  >sig.out 2>sig.err &
+job=$!
+for _ in $(seq 600); do grep -q '^step ' sig.out 2>/dev/null && break; sleep 0.1; done
+kill -INT "$job"
+status=0
+wait "$job" || status=$?
+[ $status -ne 0 ] && [ $status -ne 124 ] || fail "SIGINT: exit status $status (124: a hang)"
+grep -q "^stopped by SIG.* after step [0-9]* of 100000: saved sig.safetensors" sig.out || { cat sig.out sig.err; fail "SIGINT: no save"; }
+"$ptk" train --load sig.safetensors --eval-only >sig_eval.out || fail "SIGINT: the checkpoint does not load"
+echo "SIGINT: $(grep '^stopped' sig.out | cut -d: -f1), mpirun exit $status; the checkpoint loads"
 echo "distributed_test: ok"
