@@ -33,7 +33,7 @@ const char* const kUsage = R"(usage:
   ptk train [--data FILE] [--steps N] [--batch B] [--block T] [--layers L] [--heads H] [--width C]
             [--lr LR] [--seed S] [--save CKPT] [--save-every N] [--load CKPT] [--weights-only]
             [--eval-every N] [--log FILE] [--eval-only] [--sample N] [--device host|default]
-            [--shard-optimizer] [--bucket-mb MB]
+            [--shard-optimizer] [--bucket-mb MB] [--overlap-comm]
                                              train a GPT-2-style byte-level model (ptk train --help);
                                              --load CKPT continues a saved run bit for bit;
                                              mpirun -np N ptk train ...: data parallel over N ranks
