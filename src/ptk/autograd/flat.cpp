@@ -6,6 +6,7 @@
 #include "ptk/autograd/op_support.hpp"
 #include "ptk/autograd/storage.hpp"
 #include "ptk/core/allocate.hpp"
+#include "ptk/kernels/add.hpp"
 #include "ptk/kernels/adamw.hpp"
 
 namespace ptk::ag {
@@ -80,9 +81,7 @@ void FlatParameters::scale_grads(std::int64_t begin, std::int64_t end, float fac
           ") outside [0, ", size_, ")");
   on_device(device_, [&](auto tag) {
     using S = typename decltype(tag)::type;
-    const Vector<S> g = slice<S>(std::static_pointer_cast<FlatBuffers<S>>(buffers_)->grads, begin, end);
-    Kokkos::parallel_for(
-        "ptk::scale_grads", Kokkos::RangePolicy<S>(0, g.extent(0)), KOKKOS_LAMBDA(const std::size_t i) { g(i) *= factor; });
+    kernels::scale<S>(slice<S>(std::static_pointer_cast<FlatBuffers<S>>(buffers_)->grads, begin, end), factor);
   });
 }
 
@@ -92,11 +91,7 @@ double FlatParameters::grad_squares(std::int64_t begin, std::int64_t end) const 
   return on_device(device_, [&](auto tag) {
     using S = typename decltype(tag)::type;
     const Vector<S> g = slice<S>(std::static_pointer_cast<FlatBuffers<S>>(buffers_)->grads, begin, end);
-    double sum = 0.0;
-    Kokkos::parallel_reduce(
-        "ptk::grad_squares", Kokkos::RangePolicy<S>(0, g.extent(0)),
-        KOKKOS_LAMBDA(const std::size_t i, double& s) { s += static_cast<double>(g(i)) * static_cast<double>(g(i)); }, sum);
-    return sum;
+    return kernels::dot<S>(g, g);
   });
 }
 

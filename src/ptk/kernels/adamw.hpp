@@ -3,6 +3,7 @@
 //               max_norm <= 0): the clipping factor, left on the device for adamw_update.
 // adamw_update: g = grad·stats[1]; m = β1 m + (1-β1) g; v = β2 v + (1-β2) g²;
 //               param -= lr (m / c1 / (sqrt(v / c2) + eps) + weight_decay · param), c1, c2 the bias corrections.
+// scale:        g *= factor.
 #include <Kokkos_Core.hpp>
 
 #include "ptk/core/compat.hpp"
@@ -44,6 +45,13 @@ void global_norm(const Vector<Space>& stats, const Kokkos::View<double*, Space>&
         stats(0) = static_cast<float>(norm);
         stats(1) = max_norm > 0 && norm > max_norm ? static_cast<float>(max_norm / norm) : 1.0f;
       });
+}
+
+// g *= factor: a data-parallel rank's gradient weighted by its share of the batch before the ranks' sum.
+template <class Space>
+void scale(const Vector<Space>& g, float factor) {
+  Kokkos::parallel_for(
+      "ptk::scale", Kokkos::RangePolicy<Space>(0, g.extent(0)), KOKKOS_LAMBDA(const std::size_t i) { g(i) *= factor; });
 }
 
 struct AdamwStep {

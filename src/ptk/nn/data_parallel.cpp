@@ -169,7 +169,8 @@ void DataParallelAdamw::load_state(const std::vector<std::pair<std::string, std:
   const auto& params = model_.parameters();
   for (std::size_t i = 0; i < params.size(); ++i) {
     const std::int64_t lo = std::max(begin_, flat_.offset(i)), hi = std::min(end_, flat_.offset(i) + flat_.numel(i));
-    for (auto [prefix, out] : {std::pair<const char*, std::vector<float>*>{"m.", &m}, {"v.", &v}}) {
+    const std::pair<const char*, std::vector<float>*> moments[] = {{"m.", &m}, {"v.", &v}};
+    for (const auto& [prefix, out] : moments) {
       const std::string name = prefix + params[i].first;
       const auto it = by_name.find(name);
       require(it != by_name.end(), "optimizer state: no tensor '", name, "'");
