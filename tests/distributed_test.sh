@@ -8,7 +8,7 @@
 #      the single-process run continued from its own checkpoint.
 #   3. Failures end the job with one line from the failing rank and a non-zero status, never a hang: a missing
 #      data file on one rank, ranks started with different settings, a batch smaller than the ranks, a rank killed.
-#   4. SIGINT to mpirun: the ranks stop after the same step and rank 0's checkpoint loads.
+#   4. SIGTERM to one rank: the ranks stop after the same step and rank 0's checkpoint loads.
 # Tolerance: every step's loss within rtol = B·T·2^-24 of the single-process loss (relative), the classical bound
 # n·u on the rounding error of a float sum of n = B·T terms (u = 2^-24): the loss is the mean over B·T positions,
 # and every weight gradient a sum over B·T rows that np = 2 adds in two halves. It bounds step 1 exactly; the later
@@ -128,16 +128,21 @@ expect_failure different_data "rank 0 vs rank 1 on" 1 \
   -np 1 "$ptk" "${short[@]}" --batch 4 --steps 5 --data "$data" : -np 1 "$ptk" "${short[@]}" --batch 4 --steps 5 --data other.txt
 expect_failure batch_below_ranks "cannot give each of the 2 ranks a window" 1 -np 2 "$ptk" "${short[@]}" --steps 5 --data "$data" --batch 1
 
+# The pid of rank R of the running job whose command line holds PATTERN.
+rank_pid() {
+  local pid
+  for pid in $(pgrep -f -- "$2"); do
+    grep -qz "^OMPI_COMM_WORLD_RANK=$1\$" "/proc/$pid/environ" 2>/dev/null && { echo "$pid"; return; }
+  done
+}
+
 # A rank killed in the middle of training: mpirun ends the job.
 timeout 120 mpirun --oversubscribe -np 2 "$ptk" train --data "$data" --steps 100000 --batch 4 --block 16 --layers 1 \
   --width 32 --heads 2 >killed.out 2>killed.err &
 job=$!
 for _ in $(seq 600); do grep -q '^step ' killed.out 2>/dev/null && break; sleep 0.1; done
 grep -q '^step ' killed.out || fail "killed: the job never reached a step"
-victim=""
-for pid in $(pgrep -f "$ptk train --data $data --steps 100000"); do
-  grep -qz '^OMPI_COMM_WORLD_RANK=1$' "/proc/$pid/environ" 2>/dev/null && victim=$pid
-done
+victim=$(rank_pid 1 "--steps 100000 --batch 4")
 [ -n "$victim" ] || fail "killed: rank 1's process not found"
 kill -9 "$victim"
 status=0
@@ -145,16 +150,19 @@ wait "$job" || status=$?
 [ $status -ne 0 ] && [ $status -ne 124 ] || fail "killed: exit status $status (124: a hang)"
 echo "killed rank 1 (pid $victim): the job ended with status $status"
 
-step "SIGINT to mpirun: every rank stops after the same step, rank 0 saves a checkpoint that loads"
+step "SIGTERM to rank 1 alone: every rank stops after the same step, rank 0 saves a checkpoint that loads"
 timeout 120 mpirun --oversubscribe -np 2 "$ptk" "${short[@]}" --batch 4 --data "$data" --steps 100000 --save sig.safetensors \
   >sig.out 2>sig.err &
 job=$!
 for _ in $(seq 600); do grep -q '^step ' sig.out 2>/dev/null && break; sleep 0.1; done
-kill -INT "$job"
+victim=$(rank_pid 1 "--steps 100000 --save sig.safetensors")
+[ -n "$victim" ] || fail "SIGTERM: rank 1's process not found"
+kill -TERM "$victim"
 status=0
 wait "$job" || status=$?
-[ $status -ne 0 ] && [ $status -ne 124 ] || fail "SIGINT: exit status $status (124: a hang)"
-grep -q "^stopped by SIG.* after step [0-9]* of 100000: saved sig.safetensors" sig.out || { cat sig.out sig.err; fail "SIGINT: no save"; }
-"$ptk" train --load sig.safetensors --eval-only >sig_eval.out || fail "SIGINT: the checkpoint does not load"
-echo "SIGINT: $(grep '^stopped' sig.out | cut -d: -f1), mpirun exit $status; the checkpoint loads"
+[ $status -ne 0 ] && [ $status -ne 124 ] || fail "SIGTERM: exit status $status (124: a hang)"
+grep -q "^stopped by SIGTERM after step [0-9]* of 100000: saved sig.safetensors" sig.out ||
+  { cat sig.out sig.err; fail "SIGTERM: rank 0 did not stop and save"; }
+"$ptk" train --load sig.safetensors --eval-only >sig_eval.out || fail "SIGTERM: the checkpoint does not load"
+echo "SIGTERM to rank 1: rank 0 says '$(grep '^stopped' sig.out | cut -d: -f1)', exit $status; the checkpoint loads"
 echo "distributed_test: ok"
