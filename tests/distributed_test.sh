@@ -23,7 +23,8 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/ptk-dist.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 cd "$work"
 # CI runs as root; Open MPI refuses that unless told. --oversubscribe: 2 ranks on a machine that may have fewer cores.
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1
+# Shared memory without cross-memory attach: containers often forbid the ptrace it needs (works here either way).
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
 mpi() { timeout 300 mpirun --oversubscribe "$@"; }
 fail() { echo "FAIL: $*" >&2; exit 1; }
 step() { echo "--- $*"; }
