@@ -104,10 +104,9 @@ Comm& Comm::world() {
   return comm;
 }
 
-void Comm::start(int rank, int size, int local_rank, bool gpu_aware, std::string library) {
+void Comm::start(int rank, int size, bool gpu_aware, std::string library) {
   rank_ = rank;
   size_ = size;
-  local_rank_ = local_rank;
   gpu_aware_ = gpu_aware;
   library_ = std::move(library);
   mpi_ = true;
@@ -327,19 +326,15 @@ Session::Session(int* argc, char*** argv) {
   // FUNNELED: only the thread that called MPI_Init calls MPI (Kokkos' OpenMP threads never do).
   MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
   started_ = true;
-  int rank = 0, size = 1, local_rank = 0;
+  int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  MPI_Comm node;
-  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
-  MPI_Comm_rank(node, &local_rank);
-  MPI_Comm_free(&node);
   char version[MPI_MAX_LIBRARY_VERSION_STRING] = {};
   int length = 0;
   MPI_Get_library_version(version, &length);
   std::string library(version, static_cast<std::size_t>(length));
   library = library.substr(0, library.find_first_of(",\n"));
-  Comm::world().start(rank, size, local_rank, query_gpu_aware(), library);
+  Comm::world().start(rank, size, query_gpu_aware(), library);
 #else
   (void)argc;
   (void)argv;

@@ -40,7 +40,6 @@ class Comm {
   int rank() const { return rank_; }
   int size() const { return size_; }
   bool distributed() const { return size_ > 1; }
-  int local_rank() const { return local_rank_; }  // the rank among those on this node
   bool gpu_aware() const { return gpu_aware_; }
   // True when collectives pass a buffer in `memory` to MPI as it is (host memory; device memory in a host-only
   // build, where it is host memory, or with a GPU-aware MPI); false when they stage it through the host.
@@ -75,11 +74,11 @@ class Comm {
   double take_seconds();
 
   // For Session.
-  void start(int rank, int size, int local_rank, bool gpu_aware, std::string library);
+  void start(int rank, int size, bool gpu_aware, std::string library);
 
  private:
   Comm() = default;
-  int rank_ = 0, size_ = 1, local_rank_ = 0;
+  int rank_ = 0, size_ = 1;
   bool gpu_aware_ = false, mpi_ = false, force_staging_ = false;
   std::string library_ = "none";
   double seconds_ = 0.0;
