@@ -39,13 +39,12 @@ DataParallelAdamw::DataParallelAdamw(const Gpt& model, const AdamwConfig& config
   require(options.bucket_bytes >= static_cast<std::int64_t>(sizeof(float)), "data parallel: bucket of ",
           options.bucket_bytes, " bytes holds no float");
   memory_ = flat_.device() == ag::Device::host ? dist::Memory::host : dist::Memory::device;
-  if (options_.shard_optimizer) {
-    const auto counts = shard_counts();
-    for (int r = 0; r < comm.rank(); ++r) begin_ += counts[static_cast<std::size_t>(r)];
-    end_ = begin_ + counts[static_cast<std::size_t>(comm.rank())];
-  } else {
-    end_ = n;
-  }
+  // The shards: this rank's owns [shard_begin_, shard_end_) (its update range when sharded, its part of the norm always).
+  for (std::int64_t r = 0; r < comm.size(); ++r) shard_counts_.push_back(n / comm.size() + (r < n % comm.size() ? 1 : 0));
+  for (int r = 0; r < comm.rank(); ++r) shard_begin_ += shard_counts_[static_cast<std::size_t>(r)];
+  shard_end_ = shard_begin_ + shard_counts_[static_cast<std::size_t>(comm.rank())];
+  begin_ = options_.shard_optimizer ? shard_begin_ : 0;
+  end_ = options_.shard_optimizer ? shard_end_ : n;
   // Buckets of whole parameters, from the last (the first a backward pass finishes), closed once they reach the cap.
   const std::int64_t cap = std::max<std::int64_t>(1, options.bucket_bytes / static_cast<std::int64_t>(sizeof(float)));
   const auto& params = model.parameters();
@@ -67,13 +66,6 @@ DataParallelAdamw::DataParallelAdamw(const Gpt& model, const AdamwConfig& config
   v_ = ag::Var::zeros({end_ - begin_}, device);
   if (options_.shard_optimizer) shard_grad_ = ag::Var::zeros({end_ - begin_}, device);
   stats_ = ag::Var::zeros({2}, device);
-}
-
-std::vector<std::int64_t> DataParallelAdamw::shard_counts() const {
-  const std::int64_t n = flat_.size(), N = comm_.size();
-  std::vector<std::int64_t> counts;
-  for (std::int64_t r = 0; r < N; ++r) counts.push_back(n / N + (r < n % N ? 1 : 0));
-  return counts;
 }
 
 void DataParallelAdamw::start(Bucket& bucket, float weight) {
@@ -109,7 +101,7 @@ void DataParallelAdamw::reduce_gradients(float weight) {
   }
   flat_.scale_grads(0, flat_.size(), weight);
   if (options_.shard_optimizer) {
-    comm_.reduce_scatter_sum(flat_.grads(), ag::FlatParameters::data_pointer(shard_grad_), shard_counts(), memory_);
+    comm_.reduce_scatter_sum(flat_.grads(), ag::FlatParameters::data_pointer(shard_grad_), shard_counts_, memory_);
     flat_.set_grads(begin_, shard_grad_);
   } else {
     for (const auto& b : buckets_) comm_.allreduce_sum(flat_.grads() + b.lo, b.hi - b.lo, memory_);
@@ -119,10 +111,7 @@ void DataParallelAdamw::reduce_gradients(float weight) {
 float DataParallelAdamw::step(float lr, float weight, std::vector<double>& also_sum) {
   reduce_gradients(weight);
   // The norm's squares over this rank's shard of the reduced gradient, in both modes (see the header).
-  const auto counts = shard_counts();
-  std::int64_t shard_begin = 0;
-  for (int r = 0; r < comm_.rank(); ++r) shard_begin += counts[static_cast<std::size_t>(r)];
-  std::vector<double> sums{flat_.grad_squares(shard_begin, shard_begin + counts[static_cast<std::size_t>(comm_.rank())])};
+  std::vector<double> sums{flat_.grad_squares(shard_begin_, shard_end_)};
   sums.insert(sums.end(), also_sum.begin(), also_sum.end());
   comm_.allreduce_sum(sums.data(), static_cast<std::int64_t>(sums.size()));
   std::copy(sums.begin() + 1, sums.end(), also_sum.begin());
@@ -134,13 +123,13 @@ float DataParallelAdamw::step(float lr, float weight, std::vector<double>& also_
   stats_.assign({static_cast<float>(norm), clip});
   ++t_;
   flat_.adamw(begin_, end_, m_, v_, adamw_step(config_, t_, lr), weight_decay_, stats_);
-  if (options_.shard_optimizer) comm_.allgather(flat_.values(), counts, memory_);
+  if (options_.shard_optimizer) comm_.allgather(flat_.values(), shard_counts_, memory_);
   return static_cast<float>(norm);
 }
 
 NamedParameters DataParallelAdamw::gathered_state() const {
   const std::int64_t n = flat_.size();
-  std::vector<std::int64_t> counts = shard_counts();
+  std::vector<std::int64_t> counts = shard_counts_;
   if (!options_.shard_optimizer)  // every rank holds the same whole moments: rank 0's are enough
     for (std::size_t r = 0; r < counts.size(); ++r) counts[r] = r == 0 ? n : 0;
   const bool root = comm_.rank() == 0;

@@ -85,14 +85,15 @@ class DataParallelAdamw {
 
  private:
   void reduce_gradients(float weight);
-  std::vector<std::int64_t> shard_counts() const;
 
   const Gpt& model_;
   AdamwConfig config_;
   dist::Comm& comm_;
   DataParallelOptions options_;
   ag::FlatParameters flat_;
-  std::int64_t begin_ = 0, end_ = 0;                             // this rank's range of the flat parameters
+  std::vector<std::int64_t> shard_counts_;                       // floats per rank's shard
+  std::int64_t shard_begin_ = 0, shard_end_ = 0;                 // this rank's shard
+  std::int64_t begin_ = 0, end_ = 0;                             // the range this rank updates
   struct Bucket {
     std::int64_t lo = 0, hi = 0;  // a range of whole parameters
     int parameters = 0, pending = 0;
