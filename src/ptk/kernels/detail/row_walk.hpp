@@ -6,7 +6,7 @@
 
 #include <cstddef>
 
-#include "ptk/kernels/memory_hints.hpp"
+#include "ptk/kernels/detail/memory_hints.hpp"
 #include "ptk/kernels/tuning.hpp"
 
 namespace ptk::kernels {

@@ -5,7 +5,7 @@
 // are derived in docs/tolerances.md.
 #include <Kokkos_Core.hpp>
 
-#include "ptk/kernels/memory_hints.hpp"
+#include "ptk/kernels/detail/memory_hints.hpp"
 
 namespace ptk::kernels {
 
@@ -148,8 +148,8 @@ KOKKOS_INLINE_FUNCTION CompensatedPair lane_sum2(int begin, int end, int v, cons
 // may alias the inputs of value (each column is read before it is written) but must not alias
 // those of term. Blocking, compensation and merge as lane_sum: the sums are bitwise the same.
 // `stream` is the row term reads from memory: each block prefetches its lines ahead, and y's lines
-// for writing (prefetch_ahead; y's read-for-ownership otherwise stalls the stores: layernorm went
-// from 36-38 to 46-59 GB/s with it), or, with `streaming`, writes y's blocks with non-temporal
+// for writing (prefetch_ahead; y's read-for-ownership otherwise stalls the stores), or, with
+// `streaming`, writes y's blocks with non-temporal
 // stores instead (store_block), for outputs too large for the cache.
 template <class Traits, class Term, class Value>
 KOKKOS_INLINE_FUNCTION Compensated lane_sum_map(int begin, int end, int v, const Term& term, float* y,

@@ -3,7 +3,7 @@
 // rows, then a pass that adds them in order. The geometry is Tune::columns (tuning.hpp).
 #include <Kokkos_Core.hpp>
 
-#include "ptk/kernels/row_walk.hpp"
+#include "ptk/kernels/detail/row_walk.hpp"
 #include "ptk/kernels/tuning.hpp"
 
 namespace ptk::kernels {
