@@ -25,7 +25,7 @@
 
 #include "bench_common.hpp"
 #include "ptk/kernels/attention.hpp"
-#include "ptk/kernels/fast_exp.hpp"
+#include "ptk/kernels/detail/fast_exp.hpp"
 #include "ptk/kernels/matmul.hpp"
 #include "ptk/kernels/softmax.hpp"
 

@@ -49,7 +49,7 @@ else
 fi
 
 # --- Debian packages ---------------------------------------------------------------------------
-packages=(cmake ninja-build g++ make dpkg-dev libgtest-dev libbenchmark-dev libopenblas-dev
+packages=(cmake ninja-build ccache g++ make dpkg-dev libgtest-dev libbenchmark-dev libopenblas-dev
           libdnnl-dev python3 python3-matplotlib nlohmann-json3-dev zlib1g-dev libcli11-dev
           libopenmpi-dev openmpi-bin)
 case "$preset" in

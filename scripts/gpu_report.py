@@ -3,7 +3,7 @@
 
     scripts/gpu_report.py CUDA_BINARY LAUNCHES_CSV [--out FILE.md]
 
-CUDA_BINARY: a binary of the cuda preset that instantiates every kernel (build/cuda/ptk_tests).
+CUDA_BINARY: the cuda preset's library, which instantiates every kernel once (build/cuda/src/libptk.a).
 LAUNCHES_CSV: the output of ptk_gpu_launches (threads and scratch bytes per kernel under the GPU tuning).
 
 For each kernel: registers, stack and spill (local) bytes, Kokkos' static shared memory and ptk's

@@ -13,12 +13,12 @@ export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 for tool in cuobjdump cu++filt python3; do
   command -v "$tool" >/dev/null || { echo "gpu_report: $tool not found (scripts/bootstrap.sh cuda installs it)" >&2; exit 2; }
 done
-[ -x "$cuda_dir/ptk_tests" ] || { echo "gpu_report: no $cuda_dir/ptk_tests: run scripts/build.sh cuda first" >&2; exit 2; }
+[ -f "$cuda_dir/src/libptk.a" ] || { echo "gpu_report: no $cuda_dir/src/libptk.a: run scripts/build.sh cuda first" >&2; exit 2; }
 # The launch configurations come from the GPU tuning through a host build's ptk_gpu_launches.
 if [ ! -x "$host_dir/ptk_gpu_launches" ]; then
   echo "[gpu_report] building $host_dir/ptk_gpu_launches"
   cmake --build "$host_dir" --target ptk_gpu_launches >/dev/null
 fi
 "$host_dir/ptk_gpu_launches" > "$cuda_dir/gpu_launches.csv"
-echo "[gpu_report] $cuda_dir/ptk_tests, launch configurations from $host_dir/ptk_gpu_launches"
-python3 scripts/gpu_report.py "$cuda_dir/ptk_tests" "$cuda_dir/gpu_launches.csv" --out "$cuda_dir/gpu_report.md"
+echo "[gpu_report] $cuda_dir/src/libptk.a, launch configurations from $host_dir/ptk_gpu_launches"
+python3 scripts/gpu_report.py "$cuda_dir/src/libptk.a" "$cuda_dir/gpu_launches.csv" --out "$cuda_dir/gpu_report.md"

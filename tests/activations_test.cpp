@@ -43,7 +43,7 @@ std::vector<float> make_input(const ActivationCase& c) {
 // gtest and ctest show the case by its name, not its bytes.
 void PrintTo(const ActivationCase& c, std::ostream* os) { *os << name(c); }
 
-template <class Space>
+template <class Space, class Tune>
 void check_activation(const ActivationCase& c) {
   const auto x = make_input(c);
   const auto n = static_cast<std::int64_t>(x.size());
@@ -54,11 +54,11 @@ void check_activation(const ActivationCase& c) {
   std::function<double(double)> exp_argument;
   if (c.op == Activation::gelu) {
     reference::gelu_forward(want.data(), x.data(), n);
-    got = ops::gelu(X).to_vector();
+    got = ops::gelu<Space, Tune>(X).to_vector();
     exp_argument = [](double v) { return std::fmin(1e30, 2 * 0.7978845608 * std::fabs(v + 0.044715 * v * v * v)); };
   } else {
     reference::silu_forward(want.data(), x.data(), n);
-    got = ops::silu(X).to_vector();
+    got = ops::silu<Space, Tune>(X).to_vector();
     exp_argument = [](double v) { return std::fmin(1e30, std::fabs(v)); };
   }
   EXPECT_TRUE(all_close(got, want, c.shape, [&](std::size_t i) {
@@ -69,13 +69,13 @@ void check_activation(const ActivationCase& c) {
 class ActivationParity : public ::testing::TestWithParam<ActivationCase> {};
 
 TEST_P(ActivationParity, Forward) {
-  for_each_space([&](auto space) { check_activation<typename decltype(space)::type>(GetParam()); });
+  for_each_space([&](auto space) { check_activation<typename decltype(space)::type, typename decltype(space)::tune>(GetParam()); });
 }
 
 // dX += dY · f'(X) from random dX (0 on the special values at the front, so that tiny and signed-zero
 // derivatives show) and random dY, against tolerance::activation_backward, whose terms the test
 // forms in double from the input: s = σ(−a), t = x·a'·s(1 − s), a = the kernel's exp argument.
-template <class Space>
+template <class Space, class Tune>
 void check_activation_backward(const ActivationCase& c) {
   const auto x = make_input(c);
   const auto n = static_cast<std::int64_t>(x.size());
@@ -87,8 +87,8 @@ void check_activation_backward(const ActivationCase& c) {
   if (gelu) reference::gelu_backward(want.data(), x.data(), dy.data(), n);
   else reference::silu_backward(want.data(), x.data(), dy.data(), n);
   const auto dX = Tensor<Space>::from_host(c.shape, dx0);
-  if (gelu) ops::gelu_backward(dX, Tensor<Space>::from_host(c.shape, x), Tensor<Space>::from_host(c.shape, dy));
-  else ops::silu_backward(dX, Tensor<Space>::from_host(c.shape, x), Tensor<Space>::from_host(c.shape, dy));
+  if (gelu) ops::gelu_backward<Space, Tune>(dX, Tensor<Space>::from_host(c.shape, x), Tensor<Space>::from_host(c.shape, dy));
+  else ops::silu_backward<Space, Tune>(dX, Tensor<Space>::from_host(c.shape, x), Tensor<Space>::from_host(c.shape, dy));
   EXPECT_TRUE(all_close(dX.to_vector(), want, c.shape, [&](std::size_t i) {
     const double v = x[i];
     const double k = 2 * 0.7978845608028654;
@@ -104,7 +104,7 @@ void check_activation_backward(const ActivationCase& c) {
 }
 
 TEST_P(ActivationParity, Backward) {
-  for_each_space([&](auto space) { check_activation_backward<typename decltype(space)::type>(GetParam()); });
+  for_each_space([&](auto space) { check_activation_backward<typename decltype(space)::type, typename decltype(space)::tune>(GetParam()); });
 }
 
 INSTANTIATE_TEST_SUITE_P(Sweep, ActivationParity, ::testing::ValuesIn(kCases),

@@ -17,7 +17,7 @@ void PrintTo(const AddCase& c, std::ostream* os) { *os << name(c); }
 
 const std::vector<AddCase> kCases = {{1, 1}, {1, 3}, {3, 17}, {17, 127}, {127, 513}, {513, 33}, {4099, 17}, {2, 3072}};
 
-template <class Space>
+template <class Space, class Tune>
 void check_add(const AddCase& c) {
   const auto n = c.rows * c.cols;
   const Shape shape{c.rows, c.cols};
@@ -47,14 +47,14 @@ void check_add(const AddCase& c) {
   std::vector<float> dbias = bias;
   reference::bias_backward(dbias.data(), a.data(), c.rows, c.cols);
   const auto dBias = Tensor<Space>::from_host({c.cols}, bias);
-  kernels::bias_backward<Space>(dBias.flat(), A.rows());
+  kernels::bias_backward<Space, Tune>(dBias.flat(), A.rows());
   EXPECT_TRUE(all_close(dBias.to_vector(), dbias, {c.cols}, Tolerance{tolerance::tiny, 2 * tolerance::u}))
       << "bias_backward " << Space::name();
 }
 
 class AddParity : public ::testing::TestWithParam<AddCase> {};
 TEST_P(AddParity, ForwardAndBackward) {
-  for_each_space([&](auto space) { check_add<typename decltype(space)::type>(GetParam()); });
+  for_each_space([&](auto space) { check_add<typename decltype(space)::type, typename decltype(space)::tune>(GetParam()); });
 }
 INSTANTIATE_TEST_SUITE_P(Sweep, AddParity, ::testing::ValuesIn(kCases), [](const auto& info) { return name(info.param); });
 
@@ -62,6 +62,7 @@ INSTANTIATE_TEST_SUITE_P(Sweep, AddParity, ::testing::ValuesIn(kCases), [](const
 TEST(Heads, SplitAndMergeArePermutations) {
   for_each_space([&](auto space) {
     using Space = typename decltype(space)::type;
+    using Tune = typename decltype(space)::tune;
     const std::int64_t B = 3, T = 5, H = 3, D = 7, C = H * D;
     const auto rows = uniform(B * T * 3 * C, -1, 1, "heads");
     const auto Rows = Tensor<Space>::from_host({B, T, 3 * C}, rows);
@@ -91,6 +92,7 @@ TEST(Heads, SplitAndMergeArePermutations) {
 TEST(Heads, GroupedSplitCopiesAndMergeSumsEachGroup) {
   for_each_space([&](auto space) {
     using Space = typename decltype(space)::type;
+    using Tune = typename decltype(space)::tune;
     for (std::int64_t G : {1, 2, 4}) {
       const std::int64_t B = 2, T = 3, H = 4, D = 5, W = H / G * D;
       const auto rows = uniform(B * T * W, -1, 1, "gqa-rows"), heads_in = uniform(B * H * T * D, -1, 1, "gqa-heads");
@@ -128,6 +130,7 @@ TEST(Heads, GroupedSplitCopiesAndMergeSumsEachGroup) {
 TEST(Mul, ForwardAndBackward) {
   for_each_space([&](auto space) {
     using Space = typename decltype(space)::type;
+    using Tune = typename decltype(space)::tune;
     for (std::int64_t n : {1, 3, 17, 513}) {
       const auto a = uniform(n, -2, 2, "mul-a"), b = uniform(n, -2, 2, "mul-b"), g = uniform(n, -1, 1, "mul-g");
       const auto base = uniform(n, -1, 1, "mul-base");

@@ -56,7 +56,7 @@ double score_bound(const std::vector<float>& q, const std::vector<float>& k, con
   return std::fabs(scale) * bound;
 }
 
-template <class Space>
+template <class Space, class Tune>
 void check_attention(const AttentionCase& c, std::vector<float> q, std::vector<float> k, std::vector<float> v) {
   const Shape q_shape{c.B, c.H, c.T, c.D}, kv_shape{c.B, c.H, c.S, c.D}, lse_shape{c.B, c.H, c.T};
   const float scale = c.scale != 0 ? c.scale : 1.0f / std::sqrt(static_cast<float>(c.D));
@@ -64,7 +64,7 @@ void check_attention(const AttentionCase& c, std::vector<float> q, std::vector<f
   reference::attention_forward(want.data(), want_lse.data(), q.data(), k.data(), v.data(), c.B, c.H, c.T, c.S, c.D,
                                scale, c.causal);
 
-  const auto r = ops::attention(Tensor<Space>::from_host(q_shape, q), Tensor<Space>::from_host(kv_shape, k),
+  const auto r = ops::attention<Space, Tune>(Tensor<Space>::from_host(q_shape, q), Tensor<Space>::from_host(kv_shape, k),
                                 Tensor<Space>::from_host(kv_shape, v),
                                 c.scale != 0 ? std::optional<float>(c.scale) : std::nullopt, c.causal);
   ASSERT_EQ(r.lse.shape(), lse_shape);
@@ -82,7 +82,7 @@ TEST_P(AttentionParity, Forward) {
   const auto q = uniform(c.B * c.H * c.T * c.D, -1, 1, name(c) + "q");
   const auto k = uniform(c.B * c.H * c.S * c.D, -1, 1, name(c) + "k");
   const auto v = uniform(c.B * c.H * c.S * c.D, -1, 1, name(c) + "v");
-  for_each_space([&](auto space) { check_attention<typename decltype(space)::type>(c, q, k, v); });
+  for_each_space([&](auto space) { check_attention<typename decltype(space)::type, typename decltype(space)::tune>(c, q, k, v); });
 }
 
 INSTANTIATE_TEST_SUITE_P(Sweep, AttentionParity, ::testing::ValuesIn(kCases),
@@ -105,8 +105,9 @@ TEST(AttentionSpecial, MaskedNaNDoesNotLeak) {
   v[(1 * c.S + 65) * c.D + 3] = std::numeric_limits<float>::infinity();  // head 1: one inf in V row 65
   for_each_space([&](auto space) {
     using Space = typename decltype(space)::type;
-    check_attention<Space>(c, q, k, v);
-    const auto out = ops::attention(Tensor<Space>::from_host({1, 2, 200, 64}, q),
+    using Tune = typename decltype(space)::tune;
+    check_attention<Space, Tune>(c, q, k, v);
+    const auto out = ops::attention<Space, Tune>(Tensor<Space>::from_host({1, 2, 200, 64}, q),
                                     Tensor<Space>::from_host({1, 2, 200, 64}, k),
                                     Tensor<Space>::from_host({1, 2, 200, 64}, v), std::nullopt, true)
                          .out.to_vector();
@@ -127,7 +128,7 @@ TEST(AttentionSpecial, InfiniteAndNaNScores) {
   for (std::int64_t j = 0; j < c.S; ++j) k[j * c.D] = 1.0f;  // every key has k_0 = 1
   q[5 * c.D] = -std::numeric_limits<float>::infinity();       // row 5: every score -inf
   q[9 * c.D + 2] = std::numeric_limits<float>::quiet_NaN();   // row 9: NaN
-  for_each_space([&](auto space) { check_attention<typename decltype(space)::type>(c, q, k, v); });
+  for_each_space([&](auto space) { check_attention<typename decltype(space)::type, typename decltype(space)::tune>(c, q, k, v); });
 }
 
 // Backward. The tiles are 64 query rows × 128 keys on the host (64 × 32 on a GPU): the grid crosses both,
@@ -179,7 +180,7 @@ tolerance::AttentionBackwardBounds backward_bounds(const AttentionCase& c, float
 
 // dQ, dK, dV start from random values (the op adds). O and lse come from ptk's forward in the same space;
 // the oracle rebuilds P from that same lse, so the forward's lse error is not counted twice.
-template <class Space>
+template <class Space, class Tune>
 void check_attention_backward(const AttentionCase& c, const std::vector<float>& q, const std::vector<float>& k,
                               const std::vector<float>& v, const std::vector<float>& dout) {
   const Shape q_shape{c.B, c.H, c.T, c.D}, kv_shape{c.B, c.H, c.S, c.D};
@@ -191,7 +192,7 @@ void check_attention_backward(const AttentionCase& c, const std::vector<float>& 
 
   const auto Q = Tensor<Space>::from_host(q_shape, q), K = Tensor<Space>::from_host(kv_shape, k),
              V = Tensor<Space>::from_host(kv_shape, v), dO = Tensor<Space>::from_host(q_shape, dout);
-  const auto fwd = ops::attention(Q, K, V, opt_scale, c.causal);
+  const auto fwd = ops::attention<Space, Tune>(Q, K, V, opt_scale, c.causal);
   const auto out = fwd.out.to_vector(), lse = fwd.lse.to_vector();
   auto want_dq = dq0, want_dk = dk0, want_dv = dv0;
   reference::attention_backward(want_dq.data(), want_dk.data(), want_dv.data(), dout.data(), q.data(), k.data(),
@@ -199,7 +200,7 @@ void check_attention_backward(const AttentionCase& c, const std::vector<float>& 
 
   const auto dQ = Tensor<Space>::from_host(q_shape, dq0), dK = Tensor<Space>::from_host(kv_shape, dk0),
              dV = Tensor<Space>::from_host(kv_shape, dv0);
-  ops::attention_backward(dQ, dK, dV, dO, Q, K, V, fwd.out, fwd.lse, opt_scale, c.causal);
+  ops::attention_backward<Space, Tune>(dQ, dK, dV, dO, Q, K, V, fwd.out, fwd.lse, opt_scale, c.causal);
   const auto m = backward_bounds(c, scale, q, k, v, dout, out, lse);
   EXPECT_TRUE(all_close(dQ.to_vector(), want_dq, q_shape, tolerance::attention_dq(c.D, c.S, scale, m)))
       << Space::name() << " dQ";
@@ -217,7 +218,7 @@ TEST_P(AttentionBackwardParity, Backward) {
   const auto k = uniform(c.B * c.H * c.S * c.D, -1, 1, name(c) + "k");
   const auto v = uniform(c.B * c.H * c.S * c.D, -1, 1, name(c) + "v");
   const auto dout = uniform(c.B * c.H * c.T * c.D, -1, 1, name(c) + "do");
-  for_each_space([&](auto space) { check_attention_backward<typename decltype(space)::type>(c, q, k, v, dout); });
+  for_each_space([&](auto space) { check_attention_backward<typename decltype(space)::type, typename decltype(space)::tune>(c, q, k, v, dout); });
 }
 
 INSTANTIATE_TEST_SUITE_P(Sweep, AttentionBackwardParity, ::testing::ValuesIn(kBackwardCases),
@@ -235,13 +236,14 @@ TEST(AttentionBackwardSpecial, FullyMaskedRow) {
   q[5 * c.D] = -std::numeric_limits<float>::infinity();
   for_each_space([&](auto space) {
     using Space = typename decltype(space)::type;
-    check_attention_backward<Space>(c, q, k, v, dout);
+    using Tune = typename decltype(space)::tune;
+    check_attention_backward<Space, Tune>(c, q, k, v, dout);
     Tensor<Space> dQ({1, 1, 70, 4}), dK({1, 1, 70, 4}), dV({1, 1, 70, 4});
     const auto Q = Tensor<Space>::from_host({1, 1, 70, 4}, q), K = Tensor<Space>::from_host({1, 1, 70, 4}, k),
                V = Tensor<Space>::from_host({1, 1, 70, 4}, v);
-    const auto fwd = ops::attention(Q, K, V);
+    const auto fwd = ops::attention<Space, Tune>(Q, K, V);
     ASSERT_EQ(fwd.lse.to_vector()[5], -std::numeric_limits<float>::infinity());
-    ops::attention_backward(dQ, dK, dV, Tensor<Space>::from_host({1, 1, 70, 4}, dout), Q, K, V, fwd.out, fwd.lse);
+    ops::attention_backward<Space, Tune>(dQ, dK, dV, Tensor<Space>::from_host({1, 1, 70, 4}, dout), Q, K, V, fwd.out, fwd.lse);
     const auto gq = dQ.to_vector(), gk = dK.to_vector(), gv = dV.to_vector();
     for (std::int64_t d = 0; d < c.D; ++d) EXPECT_EQ(gq[5 * c.D + d], 0.0f) << Space::name();
     for (std::size_t i = 0; i < gq.size(); ++i) ASSERT_TRUE(std::isfinite(gq[i]) && std::isfinite(gk[i]) && std::isfinite(gv[i]));
@@ -263,13 +265,14 @@ TEST(AttentionBackwardSpecial, MaskedNaNDoesNotLeak) {
   }
   for_each_space([&](auto space) {
     using Space = typename decltype(space)::type;
-    check_attention_backward<Space>(c, q, k, v, dout);
+    using Tune = typename decltype(space)::tune;
+    check_attention_backward<Space, Tune>(c, q, k, v, dout);
     const Shape shape{1, 2, 200, 64};
     const auto Q = Tensor<Space>::from_host(shape, q), K = Tensor<Space>::from_host(shape, k),
                V = Tensor<Space>::from_host(shape, v);
-    const auto fwd = ops::attention(Q, K, V, std::nullopt, true);
+    const auto fwd = ops::attention<Space, Tune>(Q, K, V, std::nullopt, true);
     Tensor<Space> dQ(shape);
-    ops::attention_backward(dQ, Tensor<Space>(), Tensor<Space>(), Tensor<Space>::from_host(shape, dout), Q, K, V,
+    ops::attention_backward<Space, Tune>(dQ, Tensor<Space>(), Tensor<Space>(), Tensor<Space>::from_host(shape, dout), Q, K, V,
                             fwd.out, fwd.lse, std::nullopt, true);
     const auto g = dQ.to_vector();
     for (std::int64_t t = 0; t < 150; ++t)
@@ -286,22 +289,23 @@ TEST(AttentionBackwardSpecial, SubsetsAndDeterminism) {
              v = uniform(element_count(shape), -1, 1, "det-v"), dout = uniform(element_count(shape), -1, 1, "det-do");
   for_each_space([&](auto space) {
     using Space = typename decltype(space)::type;
+    using Tune = typename decltype(space)::tune;
     const auto Q = Tensor<Space>::from_host(shape, q), K = Tensor<Space>::from_host(shape, k),
                V = Tensor<Space>::from_host(shape, v), dO = Tensor<Space>::from_host(shape, dout);
-    const auto fwd = ops::attention(Q, K, V, std::nullopt, true);
+    const auto fwd = ops::attention<Space, Tune>(Q, K, V, std::nullopt, true);
     std::vector<std::vector<float>> first;
     for (int run = 0; run < 3; ++run) {
       Tensor<Space> dQ(shape), dK(shape), dV(shape);
-      ops::attention_backward(dQ, dK, dV, dO, Q, K, V, fwd.out, fwd.lse, std::nullopt, true);
+      ops::attention_backward<Space, Tune>(dQ, dK, dV, dO, Q, K, V, fwd.out, fwd.lse, std::nullopt, true);
       const std::vector<std::vector<float>> got{dQ.to_vector(), dK.to_vector(), dV.to_vector()};
       if (run == 0) first = got;
       EXPECT_EQ(got, first) << Space::name() << " run " << run;
     }
     // Each gradient alone equals its value from the full call.
     Tensor<Space> dQ(shape), dK(shape), dV(shape);
-    ops::attention_backward(dQ, Tensor<Space>(), Tensor<Space>(), dO, Q, K, V, fwd.out, fwd.lse, std::nullopt, true);
-    ops::attention_backward(Tensor<Space>(), dK, Tensor<Space>(), dO, Q, K, V, fwd.out, fwd.lse, std::nullopt, true);
-    ops::attention_backward(Tensor<Space>(), Tensor<Space>(), dV, dO, Q, K, V, fwd.out, fwd.lse, std::nullopt, true);
+    ops::attention_backward<Space, Tune>(dQ, Tensor<Space>(), Tensor<Space>(), dO, Q, K, V, fwd.out, fwd.lse, std::nullopt, true);
+    ops::attention_backward<Space, Tune>(Tensor<Space>(), dK, Tensor<Space>(), dO, Q, K, V, fwd.out, fwd.lse, std::nullopt, true);
+    ops::attention_backward<Space, Tune>(Tensor<Space>(), Tensor<Space>(), dV, dO, Q, K, V, fwd.out, fwd.lse, std::nullopt, true);
     EXPECT_EQ(dQ.to_vector(), first[0]) << Space::name();
     EXPECT_EQ(dK.to_vector(), first[1]) << Space::name();
     EXPECT_EQ(dV.to_vector(), first[2]) << Space::name();

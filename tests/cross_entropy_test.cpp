@@ -33,7 +33,7 @@ const std::vector<CrossEntropyCase> kCases = [] {
 
 constexpr int kIgnore = -100;
 
-template <class Space>
+template <class Space, class Tune>
 void check_cross_entropy(const CrossEntropyCase& c) {
   auto targets = random_ids(c.N, static_cast<int>(c.V), name(c) + "targets");
   if (c.ignored_every)
@@ -73,7 +73,7 @@ void check_cross_entropy(const CrossEntropyCase& c) {
 class CrossEntropyParity : public ::testing::TestWithParam<CrossEntropyCase> {};
 
 TEST_P(CrossEntropyParity, ForwardBackward) {
-  for_each_space([&](auto space) { check_cross_entropy<typename decltype(space)::type>(GetParam()); });
+  for_each_space([&](auto space) { check_cross_entropy<typename decltype(space)::type, typename decltype(space)::tune>(GetParam()); });
 }
 
 INSTANTIATE_TEST_SUITE_P(Sweep, CrossEntropyParity, ::testing::ValuesIn(kCases),

@@ -41,7 +41,7 @@ std::vector<float> cache_values(const DecodeCase& c, const std::string& seed) {
   return x;
 }
 
-template <class Space>
+template <class Space, class Tune>
 void check_decode(const DecodeCase& c, const std::vector<float>& q, const std::vector<float>& k,
                   const std::vector<float>& v) {
   const Shape q_shape{c.B, c.Hq, c.Tq, c.D}, cache_shape{c.B, c.Hkv, c.Tmax, c.D}, lse_shape{c.B, c.Hq, c.Tq};
@@ -51,7 +51,7 @@ void check_decode(const DecodeCase& c, const std::vector<float>& q, const std::v
                               c.Tmax, c.D, c.L, scale);
   const auto kt = Tensor<Space>::from_host(cache_shape, k), vt = Tensor<Space>::from_host(cache_shape, v);
   const auto qt = Tensor<Space>::from_host(q_shape, q);
-  const auto r = ops::decode_attention(qt, kt, vt, c.L, std::nullopt, c.splits);
+  const auto r = ops::decode_attention<Space, Tune>(qt, kt, vt, c.L, std::nullopt, c.splits);
   // Inputs in [-1, 1] at scale 1/sqrt(D): every score is below sqrt(D) in magnitude.
   const double bound = std::max(1.0, std::sqrt(static_cast<double>(c.D)));
   const auto out = r.out.to_vector();
@@ -59,7 +59,7 @@ void check_decode(const DecodeCase& c, const std::vector<float>& q, const std::v
   EXPECT_TRUE(all_close(r.lse.to_vector(), want_lse, lse_shape, tolerance::attention_lse(c.D, c.L, bound)))
       << Space::name() << " lse";
   // The merge order is fixed: a second run is bitwise the first.
-  EXPECT_EQ(ops::decode_attention(qt, kt, vt, c.L, std::nullopt, c.splits).out.to_vector(), out) << Space::name();
+  EXPECT_EQ((ops::decode_attention<Space, Tune>(qt, kt, vt, c.L, std::nullopt, c.splits).out.to_vector()), out) << Space::name();
 }
 
 class DecodeAttentionParity : public ::testing::TestWithParam<DecodeCase> {};
@@ -68,7 +68,7 @@ TEST_P(DecodeAttentionParity, Forward) {
   const auto& c = GetParam();
   const auto q = uniform(c.B * c.Hq * c.Tq * c.D, -1, 1, name(c) + "q");
   const auto k = cache_values(c, name(c) + "k"), v = cache_values(c, name(c) + "v");
-  for_each_space([&](auto space) { check_decode<typename decltype(space)::type>(c, q, k, v); });
+  for_each_space([&](auto space) { check_decode<typename decltype(space)::type, typename decltype(space)::tune>(c, q, k, v); });
 }
 
 INSTANTIATE_TEST_SUITE_P(Sweep, DecodeAttentionParity, ::testing::ValuesIn(kCases),
@@ -82,7 +82,7 @@ TEST(DecodeAttention, AnySplitCountMatches) {
   for (int splits : {1, 2, 5, 16, 257}) {
     DecodeCase c = base;
     c.splits = splits;
-    for_each_space([&](auto space) { check_decode<typename decltype(space)::type>(c, q, k, v); });
+    for_each_space([&](auto space) { check_decode<typename decltype(space)::type, typename decltype(space)::tune>(c, q, k, v); });
   }
 }
 
@@ -90,6 +90,7 @@ TEST(DecodeAttention, AnySplitCountMatches) {
 TEST(DecodeAttention, CacheAppendPlacesHeads) {
   for_each_space([&](auto space) {
     using Space = typename decltype(space)::type;
+    using Tune = typename decltype(space)::tune;
     const std::int64_t B = 2, H = 3, Tmax = 9, D = 4, Tn = 3, W = 2 + H * D + 1, pos = 5;
     const auto k_rows = uniform(B * Tn * W, -1, 1, "append-k"), v_rows = uniform(B * Tn * W, -1, 1, "append-v");
     auto k_cache = Tensor<Space>({B, H, Tmax, D}, "k"), v_cache = Tensor<Space>({B, H, Tmax, D}, "v");

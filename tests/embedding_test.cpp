@@ -25,7 +25,7 @@ const std::vector<EmbeddingCase> kCases = [] {
   return cases;
 }();
 
-template <class Space>
+template <class Space, class Tune>
 void check_embedding(const EmbeddingCase& c) {
   const auto ids = random_ids(c.N, static_cast<int>(c.V), name(c) + "ids");
   const auto table = uniform(c.V * c.C, -1, 1, name(c) + "table");
@@ -58,7 +58,7 @@ void check_embedding(const EmbeddingCase& c) {
 class EmbeddingParity : public ::testing::TestWithParam<EmbeddingCase> {};
 
 TEST_P(EmbeddingParity, ForwardBackward) {
-  for_each_space([&](auto space) { check_embedding<typename decltype(space)::type>(GetParam()); });
+  for_each_space([&](auto space) { check_embedding<typename decltype(space)::type, typename decltype(space)::tune>(GetParam()); });
 }
 
 INSTANTIATE_TEST_SUITE_P(Sweep, EmbeddingParity, ::testing::ValuesIn(kCases),

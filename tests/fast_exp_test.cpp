@@ -8,7 +8,7 @@
 #include <cstring>
 #include <limits>
 
-#include "ptk/kernels/fast_exp.hpp"
+#include "ptk/kernels/detail/fast_exp.hpp"
 #include "tolerances.hpp"
 
 namespace ptk::test {

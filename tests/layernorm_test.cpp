@@ -42,7 +42,7 @@ const std::vector<LayernormCase> kCases = [] {
   return cases;
 }();
 
-template <class Space>
+template <class Space, class Tune>
 void check_layernorm(const LayernormCase& c) {
   const auto cols = c.shape.back(), rows = element_count(c.shape) / cols;
   auto x = uniform(element_count(c.shape), -2, 2, name(c));
@@ -53,7 +53,7 @@ void check_layernorm(const LayernormCase& c) {
   reference::layernorm_forward(want.data(), want_mean.data(), want_rstd.data(), x.data(), gamma.data(), beta.data(),
                                rows, cols, c.eps);
 
-  const auto r = ops::layernorm(Tensor<Space>::from_host(c.shape, x), Tensor<Space>::from_host({cols}, gamma),
+  const auto r = ops::layernorm<Space, Tune>(Tensor<Space>::from_host(c.shape, x), Tensor<Space>::from_host({cols}, gamma),
                                 Tensor<Space>::from_host({cols}, beta), c.eps);
   const auto tol = tolerance::normalization(cols);
   EXPECT_TRUE(all_close(r.out.to_vector(), want, c.shape, tol)) << Space::name() << " out";
@@ -64,7 +64,7 @@ void check_layernorm(const LayernormCase& c) {
 // The backward from random dX, dgamma, dbeta and dY, for the oracle forward's mean and rstd (the
 // kernel and the oracle get the same fp32 statistics), against tolerance::normalization_backward per
 // element and tolerance::column_sum per column.
-template <class Space>
+template <class Space, class Tune>
 void check_layernorm_backward(const std::vector<float>& x, const Shape& shape, const std::vector<float>& gamma,
                               const std::vector<float>& mean, const std::vector<float>& rstd, const std::string& seed) {
   const auto cols = shape.back(), rows = element_count(shape) / cols;
@@ -96,7 +96,7 @@ void check_layernorm_backward(const std::vector<float>& x, const Shape& shape, c
   const auto dX = Tensor<Space>::from_host(shape, dx0);
   const auto dgamma = Tensor<Space>::from_host({cols}, dgamma0), dbeta = Tensor<Space>::from_host({cols}, dbeta0);
   const Shape stats_shape = {rows};
-  ops::layernorm_backward(dX, dgamma, dbeta, Tensor<Space>::from_host(shape, dy), Tensor<Space>::from_host(shape, x),
+  ops::layernorm_backward<Space, Tune>(dX, dgamma, dbeta, Tensor<Space>::from_host(shape, dy), Tensor<Space>::from_host(shape, x),
                           Tensor<Space>::from_host({cols}, gamma), Tensor<Space>::from_host(stats_shape, mean),
                           Tensor<Space>::from_host(stats_shape, rstd));
   EXPECT_TRUE(all_close(dX.to_vector(), want_dx, shape, [&](std::size_t i) {
@@ -122,12 +122,12 @@ TEST_P(LayernormParity, Backward) {
   std::vector<float> y(x.size()), mean(static_cast<std::size_t>(rows)), rstd(mean.size());
   reference::layernorm_forward(y.data(), mean.data(), rstd.data(), x.data(), gamma.data(), beta.data(), rows, cols, c.eps);
   for_each_space([&](auto space) {
-    check_layernorm_backward<typename decltype(space)::type>(x, c.shape, gamma, mean, rstd, name(c));
+    check_layernorm_backward<typename decltype(space)::type, typename decltype(space)::tune>(x, c.shape, gamma, mean, rstd, name(c));
   });
 }
 
 TEST_P(LayernormParity, Forward) {
-  for_each_space([&](auto space) { check_layernorm<typename decltype(space)::type>(GetParam()); });
+  for_each_space([&](auto space) { check_layernorm<typename decltype(space)::type, typename decltype(space)::tune>(GetParam()); });
 }
 
 INSTANTIATE_TEST_SUITE_P(Sweep, LayernormParity, ::testing::ValuesIn(kCases),
@@ -147,7 +147,8 @@ TEST_P(LayernormHardRows, Forward) {
   const auto tol = tolerance::normalization_row(cols, magnitude_over_spread(x, want_rstd, cols));
   for_each_space([&](auto space) {
     using Space = typename decltype(space)::type;
-    const auto r = ops::layernorm(Tensor<Space>::from_host(c.shape, x), Tensor<Space>::from_host({cols}, gamma),
+    using Tune = typename decltype(space)::tune;
+    const auto r = ops::layernorm<Space, Tune>(Tensor<Space>::from_host(c.shape, x), Tensor<Space>::from_host({cols}, gamma),
                                   Tensor<Space>::from_host({cols}, beta), 1e-5f);
     EXPECT_TRUE(all_close(r.out.to_vector(), want, c.shape, tol)) << Space::name() << " out";
     EXPECT_TRUE(all_close(r.mean.to_vector(), want_mean, {rows}, tol)) << Space::name() << " mean";
@@ -163,7 +164,7 @@ TEST_P(LayernormHardRows, Backward) {
   std::vector<float> y(x.size()), mean(static_cast<std::size_t>(rows)), rstd(mean.size());
   reference::layernorm_forward(y.data(), mean.data(), rstd.data(), x.data(), gamma.data(), beta.data(), rows, cols, 1e-5f);
   for_each_space([&](auto space) {
-    check_layernorm_backward<typename decltype(space)::type>(x, c.shape, gamma, mean, rstd, c.label);
+    check_layernorm_backward<typename decltype(space)::type, typename decltype(space)::tune>(x, c.shape, gamma, mean, rstd, c.label);
   });
 }
 
@@ -179,12 +180,13 @@ TEST(LayernormBackward, Deterministic) {
   std::vector<std::vector<float>> results;
   for_each_space([&](auto space) {
     using Space = typename decltype(space)::type;
+    using Tune = typename decltype(space)::tune;
     if (!Kokkos::SpaceAccessibility<Space, Kokkos::HostSpace>::accessible) return;
     const auto X = Tensor<Space>::from_host(shape, x), gamma_t = Tensor<Space>::from_host({257}, gamma);
-    const auto fwd = ops::layernorm(X, gamma_t, Tensor<Space>::from_host({257}, beta));
+    const auto fwd = ops::layernorm<Space, Tune>(X, gamma_t, Tensor<Space>::from_host({257}, beta));
     for (int run = 0; run < 2; ++run) {
       Tensor<Space> dX(shape), dgamma({257}), dbeta({257});
-      ops::layernorm_backward(dX, dgamma, dbeta, Tensor<Space>::from_host(shape, dy), X, gamma_t, fwd.mean, fwd.rstd);
+      ops::layernorm_backward<Space, Tune>(dX, dgamma, dbeta, Tensor<Space>::from_host(shape, dy), X, gamma_t, fwd.mean, fwd.rstd);
       auto all = dX.to_vector();
       for (const auto& t : {dgamma, dbeta}) {
         const auto v = t.to_vector();

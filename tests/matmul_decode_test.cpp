@@ -20,7 +20,7 @@ std::string case_name(std::int64_t M, std::int64_t N, std::int64_t K) {
 
 // C = alpha · x · Wᵀ + beta · C0 (beta = 0: ops::matmul, else ops::matmul_accumulate) against the
 // oracle's product combined in double.
-template <class Space>
+template <class Space, class Tune>
 void check_decode(std::int64_t M, std::int64_t N, std::int64_t K, float alpha = 1, float beta = 0) {
   const auto name = case_name(M, N, K);
   const auto x = uniform(M * K, -1, 1, name + "x"), w = uniform(N * K, -1, 1, name + "w");
@@ -29,12 +29,12 @@ void check_decode(std::int64_t M, std::int64_t N, std::int64_t K, float alpha = 
   const auto X = Tensor<Space>::from_host({M, K}, x), W = Tensor<Space>::from_host({N, K}, w);
   Tensor<Space> C;
   if (beta == 0 && alpha == 1) {
-    C = ops::matmul(X, W, false, true);
+    C = ops::matmul<Space, Tune>(X, W, false, true);
   } else {
     const auto c0 = uniform(M * N, -1, 1, name + "c");
     for (std::size_t i = 0; i < want.size(); ++i) want[i] = static_cast<float>(double(alpha) * want[i] + double(beta) * c0[i]);
     C = Tensor<Space>::from_host({M, N}, c0);
-    ops::matmul_accumulate(C, X, W, false, true, alpha, beta);
+    ops::matmul_accumulate<Space, Tune>(C, X, W, false, true, alpha, beta);
   }
   EXPECT_TRUE(all_close(C.to_vector(), want, {M, N}, tolerance::matmul(K)))
       << Space::name() << " " << name << " alpha=" << alpha << " beta=" << beta;
@@ -45,7 +45,7 @@ class MatmulDecodeParity : public ::testing::TestWithParam<std::int64_t> {};
 TEST_P(MatmulDecodeParity, Forward) {
   const std::int64_t M = GetParam();
   for (auto N : kSizes)
-    for (auto K : kSizes) for_each_space([&](auto space) { check_decode<typename decltype(space)::type>(M, N, K); });
+    for (auto K : kSizes) for_each_space([&](auto space) { check_decode<typename decltype(space)::type, typename decltype(space)::tune>(M, N, K); });
 }
 
 INSTANTIATE_TEST_SUITE_P(Rows, MatmulDecodeParity, ::testing::Range<std::int64_t>(1, kernels::decode_max_rows + 1),
@@ -57,7 +57,7 @@ TEST(MatmulDecode, AlphaBeta) {
       // Named copies: clang (hipcc) rejects capturing structured bindings in C++17.
       const std::int64_t m = M, n = N, k = K;
       const float a = alpha, b = beta;
-      for_each_space([&](auto space) { check_decode<typename decltype(space)::type>(m, n, k, a, b); });
+      for_each_space([&](auto space) { check_decode<typename decltype(space)::type, typename decltype(space)::tune>(m, n, k, a, b); });
     }
 }
 
@@ -143,6 +143,7 @@ TEST(Linear, BiasOnBothPaths) {
       for (bool accumulate : {false, true})
         for_each_space([&](auto space) {
           using Space = typename decltype(space)::type;
+          using Tune = typename decltype(space)::tune;
           const std::int64_t N = 127, K = 513;
           const auto name = "linear" + case_name(M, N, K);
           const auto x = uniform(M * K, -1, 1, name + "x"), w = uniform(N * K, -1, 1, name + "w");
@@ -159,9 +160,9 @@ TEST(Linear, BiasOnBothPaths) {
           Tensor<Space> Y;
           if (accumulate) {
             Y = Tensor<Space>::from_host({M, N}, y0);
-            ops::linear_accumulate(Y, X, W, B);
+            ops::linear_accumulate<Space, Tune>(Y, X, W, B);
           } else {
-            Y = ops::linear(X, W, B);
+            Y = ops::linear<Space, Tune>(X, W, B);
           }
           EXPECT_TRUE(all_close(Y.to_vector(), want, {M, N}, tolerance::matmul(K)))
               << Space::name() << " M " << M << " bias " << with_bias << " accumulate " << accumulate;

@@ -58,7 +58,7 @@ Shape operand_shape(std::int64_t batch, std::int64_t rows, std::int64_t cols, bo
   return s;
 }
 
-template <class Space>
+template <class Space, class Tune>
 void check_matmul(const MatmulCase& c) {
   const Shape a_shape = operand_shape(c.batch_a, c.M, c.K, c.trans_a);
   const Shape b_shape = operand_shape(c.batch_b, c.K, c.N, c.trans_b);
@@ -71,7 +71,7 @@ void check_matmul(const MatmulCase& c) {
 
   const auto A = Tensor<Space>::from_host(a_shape, a), B = Tensor<Space>::from_host(b_shape, b);
   for (auto impl : {ops::MatmulImpl::portable, ops::MatmulImpl::kokkos_blas}) {
-    const auto C = ops::matmul(A, B, c.trans_a, c.trans_b, impl);
+    const auto C = ops::matmul<Space, Tune>(A, B, c.trans_a, c.trans_b, impl);
     Shape c_shape{c.M, c.N};
     if (c.batch_a > 0 || c.batch_b > 0) c_shape.insert(c_shape.begin(), batch);
     ASSERT_EQ(C.shape(), c_shape);
@@ -83,14 +83,14 @@ void check_matmul(const MatmulCase& c) {
 class MatmulParity : public ::testing::TestWithParam<MatmulCase> {};
 
 TEST_P(MatmulParity, Forward) {
-  for_each_space([&](auto space) { check_matmul<typename decltype(space)::type>(GetParam()); });
+  for_each_space([&](auto space) { check_matmul<typename decltype(space)::type, typename decltype(space)::tune>(GetParam()); });
 }
 
 INSTANTIATE_TEST_SUITE_P(Sweep, MatmulParity, ::testing::ValuesIn(kCases),
                          [](const auto& info) { return name(info.param); });
 
 // C = alpha · op(A) · op(B) + beta · C in place, against the oracle's product combined in double.
-template <class Space>
+template <class Space, class Tune>
 void check_accumulate(const MatmulCase& c, float alpha, float beta) {
   const Shape a_shape = operand_shape(c.batch_a, c.M, c.K, c.trans_a);
   const Shape b_shape = operand_shape(c.batch_b, c.K, c.N, c.trans_b);
@@ -109,7 +109,7 @@ void check_accumulate(const MatmulCase& c, float alpha, float beta) {
   const auto A = Tensor<Space>::from_host(a_shape, a), B = Tensor<Space>::from_host(b_shape, b);
   for (auto impl : {ops::MatmulImpl::portable, ops::MatmulImpl::kokkos_blas}) {
     const auto C = Tensor<Space>::from_host(c_shape, c0);
-    ops::matmul_accumulate(C, A, B, c.trans_a, c.trans_b, alpha, beta, impl);
+    ops::matmul_accumulate<Space, Tune>(C, A, B, c.trans_a, c.trans_b, alpha, beta, impl);
     EXPECT_TRUE(all_close(C.to_vector(), want, c_shape, tolerance::matmul(c.K)))
         << Space::name() << (impl == ops::MatmulImpl::portable ? " portable kernel" : " KokkosBlas::gemm")
         << " alpha=" << alpha << " beta=" << beta;
@@ -124,7 +124,7 @@ TEST(MatmulAccumulate, AlphaBeta) {
     for (const auto& alpha_beta : std::vector<std::pair<float, float>>{{1, 1}, {-0.5f, 1}, {2, 0.25f}, {1, 0}}) {
       // Named copies, not a structured binding: clang (hipcc) rejects capturing bindings in C++17.
       const float alpha = alpha_beta.first, beta = alpha_beta.second;
-      for_each_space([&](auto space) { check_accumulate<typename decltype(space)::type>(c, alpha, beta); });
+      for_each_space([&](auto space) { check_accumulate<typename decltype(space)::type, typename decltype(space)::tune>(c, alpha, beta); });
     }
 }
 
@@ -175,7 +175,7 @@ const std::vector<MatmulCase> kBackwardCases = [] {
 }();
 
 // dA and dB start from random values: the op must add, not overwrite.
-template <class Space>
+template <class Space, class Tune>
 void check_matmul_backward(const MatmulCase& c, bool want_a, bool want_b) {
   const Shape a_shape = operand_shape(c.batch_a, c.M, c.K, c.trans_a);
   const Shape b_shape = operand_shape(c.batch_b, c.K, c.N, c.trans_b);
@@ -193,7 +193,7 @@ void check_matmul_backward(const MatmulCase& c, bool want_a, bool want_b) {
 
   const auto da = want_a ? Tensor<Space>::from_host(a_shape, da0) : Tensor<Space>();
   const auto db = want_b ? Tensor<Space>::from_host(b_shape, db0) : Tensor<Space>();
-  ops::matmul_backward(da, db, Tensor<Space>::from_host(c_shape, dc), Tensor<Space>::from_host(a_shape, a),
+  ops::matmul_backward<Space, Tune>(da, db, Tensor<Space>::from_host(c_shape, dc), Tensor<Space>::from_host(a_shape, a),
                        Tensor<Space>::from_host(b_shape, b), c.trans_a, c.trans_b);
   // A broadcast operand's gradient sums over the batch too.
   const std::int64_t da_len = c.N * (c.batch_a == 0 ? batch : 1), db_len = c.M * (c.batch_b == 0 ? batch : 1);
@@ -206,7 +206,7 @@ void check_matmul_backward(const MatmulCase& c, bool want_a, bool want_b) {
 class MatmulBackwardParity : public ::testing::TestWithParam<MatmulCase> {};
 
 TEST_P(MatmulBackwardParity, Backward) {
-  for_each_space([&](auto space) { check_matmul_backward<typename decltype(space)::type>(GetParam(), true, true); });
+  for_each_space([&](auto space) { check_matmul_backward<typename decltype(space)::type, typename decltype(space)::tune>(GetParam(), true, true); });
 }
 
 INSTANTIATE_TEST_SUITE_P(Sweep, MatmulBackwardParity, ::testing::ValuesIn(kBackwardCases),
@@ -217,8 +217,9 @@ TEST(MatmulBackward, OneGradientOnly) {
   for (const auto& c : std::vector<MatmulCase>{{4, 0, 33, 129, 17, false, true}, {0, 3, 5, 7, 513, true, false}})
     for_each_space([&](auto space) {
       using Space = typename decltype(space)::type;
-      check_matmul_backward<Space>(c, true, false);
-      check_matmul_backward<Space>(c, false, true);
+      using Tune = typename decltype(space)::tune;
+      check_matmul_backward<Space, Tune>(c, true, false);
+      check_matmul_backward<Space, Tune>(c, false, true);
     });
 }
 
@@ -227,13 +228,14 @@ TEST(MatmulBackward, Deterministic) {
   const MatmulCase c{6, 0, 513, 17, 33, false, false};
   for_each_space([&](auto space) {
     using Space = typename decltype(space)::type;
+    using Tune = typename decltype(space)::tune;
     const auto A = Tensor<Space>::from_host({6, 513, 33}, uniform(6 * 513 * 33, -1, 1, "det-a"));
     const auto B = Tensor<Space>::from_host({33, 17}, uniform(33 * 17, -1, 1, "det-b"));
     const auto dC = Tensor<Space>::from_host({6, 513, 17}, uniform(6 * 513 * 17, -1, 1, "det-c"));
     std::vector<float> first_a, first_b;
     for (int run = 0; run < 3; ++run) {
       Tensor<Space> dA({6, 513, 33}), dB({33, 17});
-      ops::matmul_backward(dA, dB, dC, A, B, c.trans_a, c.trans_b);
+      ops::matmul_backward<Space, Tune>(dA, dB, dC, A, B, c.trans_a, c.trans_b);
       if (run == 0) first_a = dA.to_vector(), first_b = dB.to_vector();
       EXPECT_EQ(dA.to_vector(), first_a) << Space::name();
       EXPECT_EQ(dB.to_vector(), first_b) << Space::name();

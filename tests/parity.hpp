@@ -17,15 +17,15 @@
 
 #include "ptk/core/compat.hpp"
 #include "ptk/core/error.hpp"
+#include "ptk/core/runtime.hpp"
+#include "ptk/kernels/tuning.hpp"
 #include "tolerances.hpp"
 
 namespace ptk::test {
 
-// Every execution space the build enables; each parity test runs on all of them. The GPU-geometry
-// suite (PTK_GPU_GEOMETRY_ON_HOST) tests OpenMP alone: it is the space that runs the GPU tuning.
-#if defined(PTK_GPU_GEOMETRY_ON_HOST)
-using Spaces = std::tuple<Kokkos::OpenMP>;
-#else
+// Every execution space the build enables; each parity test runs on all of them, each with its own
+// tuning. A process under PTK_TUNING=gpu (ctest label `geometry`) runs OpenMP alone, with the GPU
+// tuning (kernels::EmulatedGpuTuning): the kernels' GPU code paths against the same oracle.
 using Spaces = std::tuple<
 #if defined(KOKKOS_ENABLE_CUDA)
     Kokkos::Cuda,
@@ -37,11 +37,12 @@ using Spaces = std::tuple<
     Kokkos::OpenMP,
 #endif
     Kokkos::Serial>;
-#endif
 
-template <class T>
-struct Type {
-  using type = T;
+// One (space, tuning) pair: a test reads `type` (the space) and `tune` (the kernels' tuning).
+template <class S, class T = kernels::Tuning<S>>
+struct Config {
+  using type = S;
+  using tune = T;
 };
 
 // PTK_DEVICE=host tests only the host spaces, PTK_DEVICE=default only the default space (the GPU
@@ -55,9 +56,17 @@ bool space_selected() {
   return true;
 }
 
+// Calls f(Config<Space, Tune>{}) for every selected space with its tuning, or, in a process that runs
+// the GPU tuning on the host, for OpenMP with that tuning alone.
 template <class F>
 void for_each_space(F&& f) {
-  std::apply([&](auto... spaces) { ((space_selected<decltype(spaces)>() ? (void)f(Type<decltype(spaces)>{}) : void()), ...); },
+#if defined(KOKKOS_ENABLE_OPENMP)
+  if (runtime::host_runs_gpu_tuning()) {
+    f(Config<Kokkos::OpenMP, kernels::EmulatedGpuTuning>{});
+    return;
+  }
+#endif
+  std::apply([&](auto... spaces) { ((space_selected<decltype(spaces)>() ? (void)f(Config<decltype(spaces)>{}) : void()), ...); },
              Spaces{});
 }
 

@@ -34,7 +34,7 @@ const std::vector<RmsnormCase> kCases = [] {
   return cases;
 }();
 
-template <class Space>
+template <class Space, class Tune>
 void check_rmsnorm(const RmsnormCase& c) {
   const auto cols = c.shape.back(), rows = element_count(c.shape) / cols;
   auto x = uniform(element_count(c.shape), -2, 2, name(c));
@@ -43,7 +43,7 @@ void check_rmsnorm(const RmsnormCase& c) {
   std::vector<float> want(x.size()), want_rstd(static_cast<std::size_t>(rows));
   reference::rmsnorm_forward(want.data(), want_rstd.data(), x.data(), weight.data(), rows, cols, c.eps);
 
-  const auto r = ops::rmsnorm(Tensor<Space>::from_host(c.shape, x), Tensor<Space>::from_host({cols}, weight), c.eps);
+  const auto r = ops::rmsnorm<Space, Tune>(Tensor<Space>::from_host(c.shape, x), Tensor<Space>::from_host({cols}, weight), c.eps);
   const auto tol = tolerance::normalization(cols);
   EXPECT_TRUE(all_close(r.out.to_vector(), want, c.shape, tol)) << Space::name() << " out";
   EXPECT_TRUE(all_close(r.rstd.to_vector(), want_rstd, {rows}, tol)) << Space::name() << " rstd";
@@ -54,7 +54,7 @@ void PrintTo(const RmsnormCase& c, std::ostream* os) { *os << name(c); }
 
 // The backward from random dX, dweight and dY, for the oracle forward's rstd, against
 // tolerance::normalization_backward per element (x̂ = x rstd, no mean(g) term) and tolerance::column_sum.
-template <class Space>
+template <class Space, class Tune>
 void check_rmsnorm_backward(const std::vector<float>& x, const Shape& shape, const std::vector<float>& weight,
                             const std::vector<float>& rstd, const std::string& seed) {
   const auto cols = shape.back(), rows = element_count(shape) / cols;
@@ -83,7 +83,7 @@ void check_rmsnorm_backward(const std::vector<float>& x, const Shape& shape, con
   }
   const auto dX = Tensor<Space>::from_host(shape, dx0);
   const auto dweight = Tensor<Space>::from_host({cols}, dweight0);
-  ops::rmsnorm_backward(dX, dweight, Tensor<Space>::from_host(shape, dy), Tensor<Space>::from_host(shape, x),
+  ops::rmsnorm_backward<Space, Tune>(dX, dweight, Tensor<Space>::from_host(shape, dy), Tensor<Space>::from_host(shape, x),
                         Tensor<Space>::from_host({cols}, weight), Tensor<Space>::from_host({rows}, rstd));
   EXPECT_TRUE(all_close(dX.to_vector(), want_dx, shape, [&](std::size_t i) {
     return tolerance::normalization_backward(cols, magnitude[i]).allowed(want_dx[i]);
@@ -103,11 +103,11 @@ TEST_P(RmsnormParity, Backward) {
   const auto weight = uniform(cols, -1, 1, name(c) + "weight");
   std::vector<float> y(x.size()), rstd(static_cast<std::size_t>(rows));
   reference::rmsnorm_forward(y.data(), rstd.data(), x.data(), weight.data(), rows, cols, c.eps);
-  for_each_space([&](auto space) { check_rmsnorm_backward<typename decltype(space)::type>(x, c.shape, weight, rstd, name(c)); });
+  for_each_space([&](auto space) { check_rmsnorm_backward<typename decltype(space)::type, typename decltype(space)::tune>(x, c.shape, weight, rstd, name(c)); });
 }
 
 TEST_P(RmsnormParity, Forward) {
-  for_each_space([&](auto space) { check_rmsnorm<typename decltype(space)::type>(GetParam()); });
+  for_each_space([&](auto space) { check_rmsnorm<typename decltype(space)::type, typename decltype(space)::tune>(GetParam()); });
 }
 
 INSTANTIATE_TEST_SUITE_P(Sweep, RmsnormParity, ::testing::ValuesIn(kCases),
@@ -126,7 +126,8 @@ TEST_P(RmsnormHardRows, Forward) {
   const auto tol = tolerance::normalization_row(cols, magnitude_over_spread(x, want_rstd, cols));
   for_each_space([&](auto space) {
     using Space = typename decltype(space)::type;
-    const auto r = ops::rmsnorm(Tensor<Space>::from_host(c.shape, x), Tensor<Space>::from_host({cols}, weight), 1e-5f);
+    using Tune = typename decltype(space)::tune;
+    const auto r = ops::rmsnorm<Space, Tune>(Tensor<Space>::from_host(c.shape, x), Tensor<Space>::from_host({cols}, weight), 1e-5f);
     EXPECT_TRUE(all_close(r.out.to_vector(), want, c.shape, tol)) << Space::name() << " out";
     EXPECT_TRUE(all_close(r.rstd.to_vector(), want_rstd, {rows}, tol)) << Space::name() << " rstd";
   });
@@ -139,7 +140,7 @@ TEST_P(RmsnormHardRows, Backward) {
   const auto weight = uniform(cols, -1, 1, c.label + "weight");
   std::vector<float> y(x.size()), rstd(static_cast<std::size_t>(rows));
   reference::rmsnorm_forward(y.data(), rstd.data(), x.data(), weight.data(), rows, cols, 1e-5f);
-  for_each_space([&](auto space) { check_rmsnorm_backward<typename decltype(space)::type>(x, c.shape, weight, rstd, c.label); });
+  for_each_space([&](auto space) { check_rmsnorm_backward<typename decltype(space)::type, typename decltype(space)::tune>(x, c.shape, weight, rstd, c.label); });
 }
 
 INSTANTIATE_TEST_SUITE_P(Hard, RmsnormHardRows, ::testing::ValuesIn(hard_rows()),
@@ -177,12 +178,13 @@ TEST(RmsnormBackward, Deterministic) {
   std::vector<std::vector<float>> results;
   for_each_space([&](auto space) {
     using Space = typename decltype(space)::type;
+    using Tune = typename decltype(space)::tune;
     if (!Kokkos::SpaceAccessibility<Space, Kokkos::HostSpace>::accessible) return;
     const auto X = Tensor<Space>::from_host(shape, x), w = Tensor<Space>::from_host({257}, weight);
-    const auto fwd = ops::rmsnorm(X, w);
+    const auto fwd = ops::rmsnorm<Space, Tune>(X, w);
     for (int run = 0; run < 2; ++run) {
       Tensor<Space> dX(shape), dweight({257});
-      ops::rmsnorm_backward(dX, dweight, Tensor<Space>::from_host(shape, dy), X, w, fwd.rstd);
+      ops::rmsnorm_backward<Space, Tune>(dX, dweight, Tensor<Space>::from_host(shape, dy), X, w, fwd.rstd);
       auto all = dX.to_vector();
       const auto v = dweight.to_vector();
       all.insert(all.end(), v.begin(), v.end());

@@ -28,7 +28,7 @@ const std::vector<RopeCase> kCases = [] {
   return cases;
 }();
 
-template <class Space>
+template <class Space, class Tune>
 void check_rope(const RopeCase& c) {
   const auto x = uniform(element_count(c.shape), -1, 1, name(c) + "x");
   const auto dy = uniform(element_count(c.shape), -1, 1, name(c) + "dy");
@@ -51,7 +51,7 @@ void check_rope(const RopeCase& c) {
 class RopeParity : public ::testing::TestWithParam<RopeCase> {};
 
 TEST_P(RopeParity, ForwardBackward) {
-  for_each_space([&](auto space) { check_rope<typename decltype(space)::type>(GetParam()); });
+  for_each_space([&](auto space) { check_rope<typename decltype(space)::type, typename decltype(space)::tune>(GetParam()); });
 }
 
 INSTANTIATE_TEST_SUITE_P(Sweep, RopeParity, ::testing::ValuesIn(kCases), [](const auto& info) { return name(info.param); });

@@ -32,11 +32,11 @@ const std::vector<SampleCase> kCases = {
     {16, 70, 1.0f, 0, 0.999f},
 };
 
-template <class Space>
+template <class Space, class Tune>
 void check_sample(const SampleCase& c, const std::vector<float>& logits, const std::vector<float>& u) {
   IndexVector<Space> tokens("tokens", static_cast<std::size_t>(c.B));
   const auto probs =
-      ops::sample(tokens, Tensor<Space>::from_host({c.B, c.V}, logits), u, {c.temperature, c.top_k, c.top_p})
+      ops::sample<Space, Tune>(tokens, Tensor<Space>::from_host({c.B, c.V}, logits), u, {c.temperature, c.top_k, c.top_p})
           .to_vector();
   auto host_tokens = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), tokens);
   int near_boundary = 0;
@@ -81,7 +81,7 @@ TEST_P(SampleParity, MatchesTheOracle) {
   const auto& c = GetParam();
   const auto logits = uniform(c.B * c.V, -4, 4, name(c) + "l");
   const auto u = uniform(c.B, 0, 1, name(c) + "u");
-  for_each_space([&](auto space) { check_sample<typename decltype(space)::type>(c, logits, u); });
+  for_each_space([&](auto space) { check_sample<typename decltype(space)::type, typename decltype(space)::tune>(c, logits, u); });
 }
 
 INSTANTIATE_TEST_SUITE_P(Sweep, SampleParity, ::testing::ValuesIn(kCases),
@@ -92,10 +92,11 @@ INSTANTIATE_TEST_SUITE_P(Sweep, SampleParity, ::testing::ValuesIn(kCases),
 TEST(Sample, GreedyTiesAndNaN) {
   for_each_space([&](auto space) {
     using Space = typename decltype(space)::type;
+    using Tune = typename decltype(space)::tune;
     std::vector<float> logits{0, 3, 1, 3, -1, 2, 2, 0, 1, std::numeric_limits<float>::quiet_NaN(), 0, 0};
     const auto draw = [&](ops::SamplingParams params) {
       IndexVector<Space> tokens("tokens", 3);
-      ops::sample(tokens, Tensor<Space>::from_host({3, 4}, logits), {0.99f, 0.4f, 0.0f}, params);
+      ops::sample<Space, Tune>(tokens, Tensor<Space>::from_host({3, 4}, logits), {0.99f, 0.4f, 0.0f}, params);
       auto t = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), tokens);
       return std::vector<int>{t(0), t(1), t(2)};
     };

@@ -71,7 +71,7 @@ std::vector<float> make_input(const SoftmaxCase& c) {
   return x;
 }
 
-template <class Space>
+template <class Space, class Tune>
 void check_softmax(const SoftmaxCase& c) {
   const auto x = make_input(c);
   const auto cols = c.shape.back(), rows = element_count(c.shape) / cols;
@@ -81,14 +81,14 @@ void check_softmax(const SoftmaxCase& c) {
   for (float v : x)
     if (std::isfinite(v)) max_abs = std::max(max_abs, std::fabs(static_cast<double>(c.scale) * v));
 
-  const auto Y = ops::softmax(Tensor<Space>::from_host(c.shape, x), c.scale, c.causal);
+  const auto Y = ops::softmax<Space, Tune>(Tensor<Space>::from_host(c.shape, x), c.scale, c.causal);
   EXPECT_TRUE(all_close(Y.to_vector(), want, c.shape, tolerance::softmax(cols, max_abs))) << Space::name();
 }
 
 class SoftmaxParity : public ::testing::TestWithParam<SoftmaxCase> {};
 
 TEST_P(SoftmaxParity, Forward) {
-  for_each_space([&](auto space) { check_softmax<typename decltype(space)::type>(GetParam()); });
+  for_each_space([&](auto space) { check_softmax<typename decltype(space)::type, typename decltype(space)::tune>(GetParam()); });
 }
 
 INSTANTIATE_TEST_SUITE_P(Sweep, SoftmaxParity, ::testing::ValuesIn(kCases),
@@ -96,7 +96,7 @@ INSTANTIATE_TEST_SUITE_P(Sweep, SoftmaxParity, ::testing::ValuesIn(kCases),
 
 // dX (starting from random values) += the backward of Y = softmax(scale X) for a random dY, against the
 // oracle fed the oracle's Y; tolerance::softmax_backward per element from the row's dot product.
-template <class Space>
+template <class Space, class Tune>
 void check_softmax_backward(const std::vector<float>& y, const Shape& shape, float scale, const std::string& seed) {
   const auto cols = shape.back(), rows = element_count(shape) / cols;
   const auto dy = uniform(element_count(shape), -1, 1, seed + "dy");
@@ -111,7 +111,7 @@ void check_softmax_backward(const std::vector<float>& y, const Shape& shape, flo
       sum_abs[static_cast<std::size_t>(r)] += std::fabs(static_cast<double>(y[i]) * dy[i]);
     }
   const auto dX = Tensor<Space>::from_host(shape, dx0);
-  ops::softmax_backward(dX, Tensor<Space>::from_host(shape, y), Tensor<Space>::from_host(shape, dy), scale);
+  ops::softmax_backward<Space, Tune>(dX, Tensor<Space>::from_host(shape, y), Tensor<Space>::from_host(shape, dy), scale);
   EXPECT_TRUE(all_close(dX.to_vector(), want, shape, [&](std::size_t i) {
     const auto r = i / static_cast<std::size_t>(cols);
     return tolerance::softmax_backward(cols, std::fabs(static_cast<double>(scale) * y[i]), std::fabs(dy[i]),
@@ -126,7 +126,7 @@ TEST_P(SoftmaxParity, Backward) {
   const auto cols = c.shape.back(), rows = element_count(c.shape) / cols;
   std::vector<float> y(x.size());
   reference::softmax_forward(y.data(), x.data(), rows, cols, c.scale, c.causal);
-  for_each_space([&](auto space) { check_softmax_backward<typename decltype(space)::type>(y, c.shape, c.scale, name(c)); });
+  for_each_space([&](auto space) { check_softmax_backward<typename decltype(space)::type, typename decltype(space)::tune>(y, c.shape, c.scale, name(c)); });
 }
 
 // 1000 + N(0,1) rows, 768 and 2^20 wide, against tolerance::softmax_row.
@@ -145,7 +145,8 @@ TEST_P(SoftmaxHardRows, Forward) {
   }
   for_each_space([&](auto space) {
     using Space = typename decltype(space)::type;
-    const auto Y = ops::softmax(Tensor<Space>::from_host(c.shape, x), 1.0f, false);
+    using Tune = typename decltype(space)::tune;
+    const auto Y = ops::softmax<Space, Tune>(Tensor<Space>::from_host(c.shape, x), 1.0f, false);
     EXPECT_TRUE(all_close(Y.to_vector(), want, c.shape, tolerance::softmax_row(cols, spread))) << Space::name();
   });
 }
@@ -156,7 +157,7 @@ TEST_P(SoftmaxHardRows, Backward) {
   const auto x = offset_normal(element_count(c.shape), 1000.0f, c.label);
   std::vector<float> y(x.size());
   reference::softmax_forward(y.data(), x.data(), rows, cols, 1.0f, false);
-  for_each_space([&](auto space) { check_softmax_backward<typename decltype(space)::type>(y, c.shape, 1.0f, c.label); });
+  for_each_space([&](auto space) { check_softmax_backward<typename decltype(space)::type, typename decltype(space)::tune>(y, c.shape, 1.0f, c.label); });
 }
 
 INSTANTIATE_TEST_SUITE_P(Hard, SoftmaxHardRows, ::testing::ValuesIn(hard_rows()),

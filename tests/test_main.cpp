@@ -6,11 +6,6 @@
 #include <optional>
 
 #include "ptk/core/runtime.hpp"
-#if defined(PTK_GPU_GEOMETRY_ON_HOST)
-#include <omp.h>
-
-#include "ptk/kernels/tuning.hpp"
-#endif
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
@@ -24,11 +19,9 @@ int main(int argc, char** argv) {
   if (!::testing::GTEST_FLAG(list_tests)) {
     if (ptk::runtime::device_from_env("ptk_tests").empty()) return 2;
     if (const int status = ptk::runtime::check_can_initialize("ptk_tests")) return status;
-#if defined(PTK_GPU_GEOMETRY_ON_HOST)
-    // The GPU geometry's teams need that many OpenMP threads in Kokkos' pool (oversubscribed on a
-    // small machine: correct, only slower).
-    if (omp_get_max_threads() < ptk::kernels::emulated_gpu_team) omp_set_num_threads(ptk::kernels::emulated_gpu_team);
-#endif
+    // PTK_TUNING=gpu: OpenMP runs the GPU tuning (parity.hpp, the autograd); its teams need that many threads.
+    if (ptk::runtime::tuning_from_env("ptk_tests").empty()) return 2;
+    ptk::runtime::set_gpu_tuning_threads();
     kokkos.emplace(argc, argv);
   }
   return RUN_ALL_TESTS();

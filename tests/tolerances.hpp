@@ -27,7 +27,7 @@ inline double reduction(std::int64_t n) { return u * (8.0 + 4.0 * std::sqrt(stat
 // magnitudes. It grows with n only through n u^2, so long rows keep fp32 accuracy.
 inline double row_reduction(std::int64_t n) { return 2.0 * u * (5.0 + static_cast<double>(n) * u); }
 
-// fast_exp (src/ptk/kernels/fast_exp.hpp): relative error bound on [-87.3, 88.7], with or without FMA.
+// fast_exp (src/ptk/kernels/detail/fast_exp.hpp): relative error bound on [-87.3, 88.7], with or without FMA.
 constexpr double fast_exp = 2.6 * u;
 
 // matmul on inputs in [-1, 1]: partial sums grow like sqrt(k/9), so K roundings accumulate to

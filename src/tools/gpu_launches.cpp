@@ -15,7 +15,7 @@
 #include "ptk/kernels/attention_backward.hpp"
 #include "ptk/kernels/attention_forward.hpp"
 #include "ptk/kernels/matmul_register_tiled.hpp"
-#include "ptk/kernels/scratch.hpp"
+#include "ptk/kernels/detail/scratch.hpp"
 #include "ptk/kernels/tuning.hpp"
 
 namespace {

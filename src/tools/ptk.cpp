@@ -107,6 +107,9 @@ int main(int argc, char** argv) {
       if (help && command == "generate") return ptk::tools::generate_command(args);
       return ptk::runtime::check_can_initialize("ptk");
     }
+    // PTK_TUNING=gpu: the autograd and model run OpenMP with the GPU tuning (runtime.hpp).
+    if (ptk::runtime::tuning_from_env("ptk").empty()) return 2;
+    ptk::runtime::set_gpu_tuning_threads();
     Kokkos::ScopeGuard kokkos(kokkos_argc, kokkos_argv.data());
     if (command == "train") return ptk::tools::train_command(args);
     if (command == "generate") return ptk::tools::generate_command(args);

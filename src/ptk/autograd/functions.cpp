@@ -41,14 +41,15 @@ Var add(const Var& a, const Var& b) {
 
 Var matmul(const Var& a, const Var& b, bool trans_a, bool trans_b) {
   const Device device = check_args("matmul", {{"A", a}, {"B", b}});
-  return on_device(device, [&](auto tag) {
+  return on_compute(device, [&](auto tag) {
     using S = typename decltype(tag)::type;
+    using Tune = typename decltype(tag)::tune;
     const Tensor<S> ta = data_of<S>(a), tb = data_of<S>(b);
-    Tensor<S> c = ops::matmul(ta, tb, trans_a, trans_b);
+    Tensor<S> c = ops::matmul<S, Tune>(ta, tb, trans_a, trans_b);
     return result<S>("matmul", c, device, {a, b}, [ia = a.shared(), ib = b.shared(), ta, tb, trans_a, trans_b](VarImpl& out) {
       const Tensor<S> da = ia->requires_grad ? grad_of<S>(*ia) : Tensor<S>();
       const Tensor<S> db = ib->requires_grad ? grad_of<S>(*ib) : Tensor<S>();
-      ops::matmul_backward(da, db, out_grad<S>(out), ta, tb, trans_a, trans_b);
+      ops::matmul_backward<S, Tune>(da, db, out_grad<S>(out), ta, tb, trans_a, trans_b);
     });
   });
 }
@@ -66,30 +67,32 @@ Var linear(const Var& x, const Var& weight, const Var& bias) {
             weight.shape(), "; it must be [", out_features, "]");
   Shape ys = xs;
   ys.back() = out_features;
-  return on_device(device, [&](auto tag) {
+  return on_compute(device, [&](auto tag) {
     using S = typename decltype(tag)::type;
+    using Tune = typename decltype(tag)::tune;
     const Tensor<S> x2 = data_of<S>(x).reshape({x.numel() / in, in});
     const Tensor<S> w = data_of<S>(weight);
-    Tensor<S> y2 = ops::linear(x2, w, bias.defined() ? data_of<S>(bias) : Tensor<S>());
+    Tensor<S> y2 = ops::linear<S, Tune>(x2, w, bias.defined() ? data_of<S>(bias) : Tensor<S>());
     return result<S>("linear", y2.reshape(ys), device, {x, weight, bias},
                      [ix = x.shared(), iw = weight.shared(), ib = bias.defined() ? bias.shared() : nullptr, x2, w](VarImpl& out) {
                        const Tensor<S> g2 = out_grad<S>(out).reshape({x2.dim(0), w.dim(0)});
-                       if (ix->requires_grad) ops::matmul_accumulate(grad_of<S>(*ix).reshape(x2.shape()), g2, w);
-                       if (iw->requires_grad) ops::matmul_accumulate(grad_of<S>(*iw), g2, x2, true, false);
-                       if (ib && ib->requires_grad) kernels::bias_backward<S>(grad_of<S>(*ib).flat(), g2.rows());
+                       if (ix->requires_grad) ops::matmul_accumulate<S, Tune>(grad_of<S>(*ix).reshape(x2.shape()), g2, w);
+                       if (iw->requires_grad) ops::matmul_accumulate<S, Tune>(grad_of<S>(*iw), g2, x2, true, false);
+                       if (ib && ib->requires_grad) kernels::bias_backward<S, Tune>(grad_of<S>(*ib).flat(), g2.rows());
                      });
   });
 }
 
 Var layernorm(const Var& x, const Var& weight, const Var& bias, float eps) {
   const Device device = check_args("layernorm", {{"x", x}, {"weight", weight}, {"bias", bias}});
-  return on_device(device, [&](auto tag) {
+  return on_compute(device, [&](auto tag) {
     using S = typename decltype(tag)::type;
+    using Tune = typename decltype(tag)::tune;
     const Tensor<S> tx = data_of<S>(x), tw = data_of<S>(weight);
-    auto r = ops::layernorm(tx, tw, data_of<S>(bias), eps);
+    auto r = ops::layernorm<S, Tune>(tx, tw, data_of<S>(bias), eps);
     return result<S>("layernorm", r.out, device, {x, weight, bias},
                      [ix = x.shared(), iw = weight.shared(), ib = bias.shared(), tx, tw, mean = r.mean, rstd = r.rstd](VarImpl& out) {
-                       ops::layernorm_backward(grad_or_scratch<S>(ix), grad_or_scratch<S>(iw), grad_or_scratch<S>(ib),
+                       ops::layernorm_backward<S, Tune>(grad_or_scratch<S>(ix), grad_or_scratch<S>(iw), grad_or_scratch<S>(ib),
                                                out_grad<S>(out), tx, tw, mean, rstd);
                      });
   });
@@ -97,11 +100,12 @@ Var layernorm(const Var& x, const Var& weight, const Var& bias, float eps) {
 
 Var gelu(const Var& x) {
   const Device device = check_args("gelu", {{"x", x}});
-  return on_device(device, [&](auto tag) {
+  return on_compute(device, [&](auto tag) {
     using S = typename decltype(tag)::type;
+    using Tune = typename decltype(tag)::tune;
     const Tensor<S> tx = data_of<S>(x);
-    return result<S>("gelu", ops::gelu(tx), device, {x}, [ix = x.shared(), tx](VarImpl& out) {
-      ops::gelu_backward(grad_of<S>(*ix), tx, out_grad<S>(out));
+    return result<S>("gelu", ops::gelu<S, Tune>(tx), device, {x}, [ix = x.shared(), tx](VarImpl& out) {
+      ops::gelu_backward<S, Tune>(grad_of<S>(*ix), tx, out_grad<S>(out));
     });
   });
 }
@@ -129,8 +133,9 @@ Var causal_self_attention(const Var& qkv, int n_head) {
   require(n_head > 0 && C % n_head == 0, "causal_self_attention: C = ", C, " (qkv shape ", s,
           ") is not divisible by n_head = ", n_head);
   const auto H = static_cast<std::int64_t>(n_head), D = C / n_head;
-  return on_device(device, [&](auto tag) {
+  return on_compute(device, [&](auto tag) {
     using S = typename decltype(tag)::type;
+    using Tune = typename decltype(tag)::tune;
     const auto as_rows = [](const Tensor<S>& t) { return Tensor3<S>(t.data(), t.dim(0), t.dim(1), t.dim(2)); };
     const auto as_heads = [](const Tensor<S>& t) { return Tensor4<S>(t.data(), t.dim(0), t.dim(1), t.dim(2), t.dim(3)); };
     const Tensor3<S> rows = as_rows(data_of<S>(qkv));
@@ -139,7 +144,7 @@ Var causal_self_attention(const Var& qkv, int n_head) {
     kernels::split_heads<S>(as_heads(q), rows, 0);
     kernels::split_heads<S>(as_heads(k), rows, static_cast<int>(C));
     kernels::split_heads<S>(as_heads(v), rows, static_cast<int>(2 * C));
-    auto r = ops::attention(q, k, v, std::nullopt, /*causal=*/true);
+    auto r = ops::attention<S, Tune>(q, k, v, std::nullopt, /*causal=*/true);
     auto y = Tensor<S>::uninitialized({B, T, C}, "ptk::attention_rows");
     kernels::merge_heads<S>(as_rows(y), as_heads(r.out), 0, false);
     return result<S>("causal_self_attention", y, device, {qkv},
@@ -147,7 +152,7 @@ Var causal_self_attention(const Var& qkv, int n_head) {
                        auto dout = Tensor<S>::uninitialized(o.shape(), "ptk::attention_dout");
                        kernels::split_heads<S>(as_heads(dout), as_rows(out_grad<S>(out)), 0);
                        Tensor<S> dq(q.shape(), "ptk::dq"), dk(k.shape(), "ptk::dk"), dv(v.shape(), "ptk::dv");
-                       ops::attention_backward(dq, dk, dv, dout, q, k, v, o, lse, std::nullopt, true);
+                       ops::attention_backward<S, Tune>(dq, dk, dv, dout, q, k, v, o, lse, std::nullopt, true);
                        const Tensor3<S> drows = as_rows(grad_of<S>(*iq));
                        kernels::merge_heads<S>(drows, as_heads(dq), 0, true);
                        kernels::merge_heads<S>(drows, as_heads(dk), static_cast<int>(C), true);

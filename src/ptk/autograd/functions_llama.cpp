@@ -17,24 +17,26 @@ using namespace detail;
 
 Var rmsnorm(const Var& x, const Var& weight, float eps) {
   const Device device = check_args("rmsnorm", {{"x", x}, {"weight", weight}});
-  return on_device(device, [&](auto tag) {
+  return on_compute(device, [&](auto tag) {
     using S = typename decltype(tag)::type;
+    using Tune = typename decltype(tag)::tune;
     const Tensor<S> tx = data_of<S>(x), tw = data_of<S>(weight);
-    auto r = ops::rmsnorm(tx, tw, eps);
+    auto r = ops::rmsnorm<S, Tune>(tx, tw, eps);
     return result<S>("rmsnorm", r.out, device, {x, weight},
                      [ix = x.shared(), iw = weight.shared(), tx, tw, rstd = r.rstd](VarImpl& out) {
-                       ops::rmsnorm_backward(grad_or_scratch<S>(ix), grad_or_scratch<S>(iw), out_grad<S>(out), tx, tw, rstd);
+                       ops::rmsnorm_backward<S, Tune>(grad_or_scratch<S>(ix), grad_or_scratch<S>(iw), out_grad<S>(out), tx, tw, rstd);
                      });
   });
 }
 
 Var silu(const Var& x) {
   const Device device = check_args("silu", {{"x", x}});
-  return on_device(device, [&](auto tag) {
+  return on_compute(device, [&](auto tag) {
     using S = typename decltype(tag)::type;
+    using Tune = typename decltype(tag)::tune;
     const Tensor<S> tx = data_of<S>(x);
-    return result<S>("silu", ops::silu(tx), device, {x}, [ix = x.shared(), tx](VarImpl& out) {
-      ops::silu_backward(grad_of<S>(*ix), tx, out_grad<S>(out));
+    return result<S>("silu", ops::silu<S, Tune>(tx), device, {x}, [ix = x.shared(), tx](VarImpl& out) {
+      ops::silu_backward<S, Tune>(grad_of<S>(*ix), tx, out_grad<S>(out));
     });
   });
 }
@@ -98,8 +100,9 @@ Var causal_attention(const Var& q, const Var& k, const Var& v, int n_head, int n
           " kv heads)");
   const auto B = qs[0], T = qs[1], H = static_cast<std::int64_t>(n_head);
   const int group = n_head / n_kv_head;
-  return on_device(device, [&](auto tag) {
+  return on_compute(device, [&](auto tag) {
     using S = typename decltype(tag)::type;
+    using Tune = typename decltype(tag)::tune;
     const auto as_rows = [](const Tensor<S>& t) { return Tensor3<S>(t.data(), t.dim(0), t.dim(1), t.dim(2)); };
     const auto as_heads = [](const Tensor<S>& t) { return Tensor4<S>(t.data(), t.dim(0), t.dim(1), t.dim(2), t.dim(3)); };
     auto qh = Tensor<S>::uninitialized({B, H, T, D}, "ptk::q"), kh = Tensor<S>::uninitialized({B, H, T, D}, "ptk::k"),
@@ -107,7 +110,7 @@ Var causal_attention(const Var& q, const Var& k, const Var& v, int n_head, int n
     kernels::split_heads<S>(as_heads(qh), as_rows(data_of<S>(q)), 0);
     kernels::split_heads<S>(as_heads(kh), as_rows(data_of<S>(k)), 0, group);
     kernels::split_heads<S>(as_heads(vh), as_rows(data_of<S>(v)), 0, group);
-    auto r = ops::attention(qh, kh, vh, std::nullopt, /*causal=*/true);
+    auto r = ops::attention<S, Tune>(qh, kh, vh, std::nullopt, /*causal=*/true);
     auto y = Tensor<S>::uninitialized(qs, "ptk::attention_rows");
     kernels::merge_heads<S>(as_rows(y), as_heads(r.out), 0, false);
     return result<S>(op, y, device, {q, k, v},
@@ -116,7 +119,7 @@ Var causal_attention(const Var& q, const Var& k, const Var& v, int n_head, int n
                        auto dout = Tensor<S>::uninitialized(o.shape(), "ptk::attention_dout");
                        kernels::split_heads<S>(as_heads(dout), as_rows(out_grad<S>(out)), 0);
                        Tensor<S> dq(qh.shape(), "ptk::dq"), dk(kh.shape(), "ptk::dk"), dv(vh.shape(), "ptk::dv");
-                       ops::attention_backward(dq, dk, dv, dout, qh, kh, vh, o, lse, std::nullopt, true);
+                       ops::attention_backward<S, Tune>(dq, dk, dv, dout, qh, kh, vh, o, lse, std::nullopt, true);
                        // Each kv head's gradient is the sum of its group's (merge_heads adds them in order).
                        if (iq->requires_grad) kernels::merge_heads<S>(as_rows(grad_of<S>(*iq)), as_heads(dq), 0, true);
                        if (ik->requires_grad) kernels::merge_heads<S>(as_rows(grad_of<S>(*ik)), as_heads(dk), 0, true, group);

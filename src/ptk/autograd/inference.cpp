@@ -56,8 +56,9 @@ Var cached_attention(HeadColumns q, HeadColumns k, HeadColumns v, int n_head, co
           op, ": q ", qs, ", k ", k.rows.shape(), " and v ", v.rows.shape(),
           " must share B and Tn with the cache ", cs);
   const Device device = k_cache.device();
-  return on_device(device, [&](auto tag) {
+  return on_compute(device, [&](auto tag) {
     using S = typename decltype(tag)::type;
+    using Tune = typename decltype(tag)::tune;
     const Tensor<S>&kc = data_of<S>(k_cache), &vc = data_of<S>(v_cache);
     ops::kv_cache_append(kc, vc, data_of<S>(k.rows), k.offset, data_of<S>(v.rows), v.offset, pos);
     const int b = static_cast<int>(B), tn = static_cast<int>(Tn), h = static_cast<int>(H), d = static_cast<int>(D);
@@ -72,7 +73,7 @@ Var cached_attention(HeadColumns q, HeadColumns k, HeadColumns v, int n_head, co
         return t;
       };
       const int group = static_cast<int>(H / Hkv);
-      const auto r = ops::attention(split(q, H, 1), split(k, H, group), split(v, H, group), std::nullopt, true);
+      const auto r = ops::attention<S, Tune>(split(q, H, 1), split(k, H, group), split(v, H, group), std::nullopt, true);
       kernels::merge_heads<S>(Tensor3<S>(y.data(), B, Tn, H * D), Tensor4<S>(r.out.data(), B, H, Tn, D), 0, false);
     } else {
       // Decode: q read from its rows and the output written into y's rows in place (strided heads).
@@ -98,11 +99,12 @@ void accumulate_linear(const Var& x, const Var& a, const Var& weight, const Var&
           op, ": x ", xs, " += a ", as, " · weightᵀ (weight ", ws, "): weight must be [out, in] with a's rows of in, x's of out");
   if (bias.defined())
     require(bias.shape() == Shape{ws[0]}, op, ": bias has shape ", bias.shape(), ", expected [", ws[0], "]");
-  on_device(x.device(), [&](auto tag) {
+  on_compute(x.device(), [&](auto tag) {
     using S = typename decltype(tag)::type;
+    using Tune = typename decltype(tag)::tune;
     const auto rows = a.numel() / ws[1];
     const Tensor<S> x2 = data_of<S>(x).reshape({rows, ws[0]});
-    ops::linear_accumulate(x2, data_of<S>(a).reshape({rows, ws[1]}), data_of<S>(weight),
+    ops::linear_accumulate<S, Tune>(x2, data_of<S>(a).reshape({rows, ws[1]}), data_of<S>(weight),
                            bias.defined() ? data_of<S>(bias) : Tensor<S>());
   });
 }
@@ -124,15 +126,16 @@ std::vector<int> TokenSampler::operator()(const Var& logits, const std::vector<f
   require(logits.defined() && logits.shape().size() == 2, "sample: logits must be [rows, V], got ",
           logits.defined() ? to_string(logits.shape()) : "an undefined Var");
   const auto rows = logits.shape()[0];
-  return on_device(logits.device(), [&](auto tag) {
+  return on_compute(logits.device(), [&](auto tag) {
     using S = typename decltype(tag)::type;
+    using Tune = typename decltype(tag)::tune;
     if (!tokens_ || rows_ != rows || device_ != logits.device()) {
       tokens_ = std::make_shared<IndexVector<S>>("ptk::sampled_tokens", static_cast<std::size_t>(rows));
       rows_ = rows;
       device_ = logits.device();
     }
     const auto& tokens = *static_cast<IndexVector<S>*>(tokens_.get());
-    ops::sample(tokens, data_of<S>(logits), u, {p.temperature, p.top_k, p.top_p});
+    ops::sample<S, Tune>(tokens, data_of<S>(logits), u, {p.temperature, p.top_k, p.top_p});
     const auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), tokens);
     std::vector<int> out(host.data(), host.data() + rows);
     for (std::int64_t b = 0; b < rows; ++b)

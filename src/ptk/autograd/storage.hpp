@@ -7,7 +7,9 @@
 #include <type_traits>
 
 #include "ptk/autograd/variable.hpp"
+#include "ptk/core/runtime.hpp"
 #include "ptk/core/tensor.hpp"
+#include "ptk/kernels/tuning.hpp"
 
 namespace ptk::ag {
 
@@ -33,6 +35,27 @@ decltype(auto) on_device(Device d, F&& f) {
     if (d == Device::host) return f(SpaceTag<HostSpace>{});
     return f(SpaceTag<DeviceSpace>{});
   }
+}
+
+// The space and the kernels' tuning of one computation.
+template <class S, class T>
+struct ComputeTag {
+  using type = S;
+  using tune = T;
+};
+
+// Calls f(ComputeTag<S, T>{}) with S the execution space of device d and T its tuning: the space's
+// own, or on OpenMP the GPU tuning when the process runs it (PTK_TUNING=gpu; runtime.hpp).
+template <class F>
+decltype(auto) on_compute(Device d, F&& f) {
+  return on_device(d, [&](auto tag) -> decltype(auto) {
+    using S = typename decltype(tag)::type;
+#if defined(KOKKOS_ENABLE_OPENMP)
+    if constexpr (std::is_same_v<S, Kokkos::OpenMP>)
+      if (runtime::host_runs_gpu_tuning()) return f(ComputeTag<S, kernels::EmulatedGpuTuning>{});
+#endif
+    return f(ComputeTag<S, kernels::Tuning<S>>{});
+  });
 }
 
 template <class Host, class Dev>

@@ -7,7 +7,13 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <string>
 
+#include "ptk/kernels/tuning.hpp"
+
+#if defined(KOKKOS_ENABLE_OPENMP)
+#include <omp.h>
+#endif
 #if defined(KOKKOS_ENABLE_CUDA)
 #include <cuda_runtime_api.h>
 #elif defined(KOKKOS_ENABLE_HIP)
@@ -117,6 +123,33 @@ std::string device_from_env(const std::string& program, const std::string& fallb
 void set_openmp_defaults() {
   if (std::getenv("OMP_PROC_BIND") || std::getenv("OMP_PLACES") || std::getenv("GOMP_CPU_AFFINITY")) return;
   setenv("OMP_PROC_BIND", "false", 1);
+}
+
+std::string tuning_from_env(const std::string& program) {
+  const char* t = std::getenv("PTK_TUNING");
+  const std::string tuning = t && *t ? t : "host";
+  if (tuning == "host" || tuning == "gpu") return tuning;
+  std::cerr << program << ": PTK_TUNING is '" << tuning << "'; expected host or gpu\n";
+  return "";
+}
+
+bool host_runs_gpu_tuning() {
+#if defined(KOKKOS_ENABLE_OPENMP)
+  static const bool gpu = [] {
+    const char* t = std::getenv("PTK_TUNING");
+    return t && std::string(t) == "gpu";
+  }();
+  return gpu;
+#else
+  return false;
+#endif
+}
+
+void set_gpu_tuning_threads() {
+#if defined(KOKKOS_ENABLE_OPENMP)
+  if (host_runs_gpu_tuning() && omp_get_max_threads() < kernels::emulated_gpu_team)
+    omp_set_num_threads(kernels::emulated_gpu_team);
+#endif
 }
 
 namespace {

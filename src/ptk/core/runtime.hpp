@@ -56,15 +56,27 @@ std::string device_from_env(const std::string& program, const std::string& fallb
 // set none of OMP_PROC_BIND, OMP_PLACES and GOMP_CPU_AFFINITY, sets OMP_PROC_BIND=false; a user's
 // own setting is always left alone. Not "spread": the variable is inherited by the processes ptk
 // starts (ptk bench runs ptk_bench, which re-executes itself), whose OpenMP runtime then pins the
-// initial thread to one core before main, so OpenBLAS and Kokkos both saw a single CPU (measured:
-// ptk_concurrency 1 and every library at one core's speed). Call it before Kokkos::initialize.
+// initial thread to one core before main, so OpenBLAS and Kokkos both saw a single CPU. Call it
+// before Kokkos::initialize.
 void set_openmp_defaults();
+
+// The tuning the host runs the ops, autograd and model with (PTK_TUNING): "host" (the default: the
+// host's own tuning) or "gpu" (OpenMP runs the GPU tuning, teams of kernels::emulated_gpu_team
+// threads, so every GPU code path is exercised on a CPU; docs/design.md, "Tuning"). Read once, at
+// the first call; anything else prints one line and returns "" (the caller exits 2). Kernels and ops
+// take the tuning as a template argument; this choice is for the layers above them.
+std::string tuning_from_env(const std::string& program);
+// True when this process runs the GPU tuning on the host (PTK_TUNING=gpu in a build with OpenMP).
+bool host_runs_gpu_tuning();
+// For a program about to call Kokkos::initialize under PTK_TUNING=gpu: OpenMP's pool needs at least
+// a GPU team's threads (oversubscribed on a small machine: correct, only slower).
+void set_gpu_tuning_threads();
 
 // Keeps freed host memory in the process for reuse instead of returning it to the kernel. glibc serves
 // blocks above its mmap threshold with fresh mmaps and unmaps them on free, so a training step that
 // allocates its activations and frees them again paid a page fault per 4 KB page of every tensor, every
-// step: measured 108 -> 41 ms per step of the default ptk train model. Resident memory stays flat (the
-// same sizes come back each step). Call it once, early; ptk and the test programs do.
+// step (docs/benchmarks.md, "Tuning choices"). Resident memory stays flat (the same sizes come back each
+// step). Call it once, early; ptk and the test programs do.
 void keep_freed_memory();
 
 // Host memory available for new allocations: MemAvailable, or less where a cgroup v2 limit (memory.max minus

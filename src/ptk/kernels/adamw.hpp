@@ -7,6 +7,7 @@
 #include <Kokkos_Core.hpp>
 
 #include "ptk/core/compat.hpp"
+#include "ptk/kernels/instances.hpp"
 #include "ptk/core/tensor.hpp"
 
 namespace ptk::kernels {
@@ -74,4 +75,14 @@ void adamw_update(const Vector<Space>& param, const Vector<Space>& m, const Vect
       });
 }
 
+}  // namespace ptk::kernels
+
+// Explicit instantiations (instances.hpp): compiled once, in src/ptk/kernels/inst/, for every space and tuning the
+// build has; declared extern here so that no other translation unit compiles these kernels again.
+#define PTK_ADAMW_SPACE_INSTANCES(EXT, Space) \
+  EXT template void global_norm<Space>(const Vector<Space>& stats, const Kokkos::View<double*, Space>& partial, const Kokkos::View<GradChunk*, Space>& chunks, float max_norm); \
+  EXT template void scale<Space>(const Vector<Space>& g, float factor); \
+  EXT template void adamw_update<Space>(const Vector<Space>& param, const Vector<Space>& m, const Vector<Space>& v, const ConstVector<Space>& grad, const AdamwStep& s, const ConstVector<Space>& stats);
+namespace ptk::kernels {
+PTK_FOR_EACH_SPACE(PTK_ADAMW_SPACE_INSTANCES, extern)
 }  // namespace ptk::kernels

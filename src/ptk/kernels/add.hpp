@@ -5,7 +5,8 @@
 #include <Kokkos_Core.hpp>
 
 #include "ptk/core/tensor.hpp"
-#include "ptk/kernels/column_sums.hpp"
+#include "ptk/kernels/instances.hpp"
+#include "ptk/kernels/detail/column_sums.hpp"
 #include "ptk/kernels/tuning.hpp"
 
 namespace ptk::kernels {
@@ -116,4 +117,18 @@ void bias_backward(const Vector<Space>& dbias, const ConstMatrix<Space>& dout) {
   }
 }
 
+}  // namespace ptk::kernels
+
+// Explicit instantiations (instances.hpp): compiled once, in src/ptk/kernels/inst/, for every space and tuning the
+// build has; declared extern here so that no other translation unit compiles these kernels again.
+#define PTK_ADD_TUNED_INSTANCES(EXT, Space, Tune) \
+  EXT template void bias_backward<Space, Tune>(const Vector<Space>& dbias, const ConstMatrix<Space>& dout);
+#define PTK_ADD_SPACE_INSTANCES(EXT, Space) \
+  EXT template void add_forward<Space>(const Vector<Space>& out, const ConstVector<Space>& a, const ConstVector<Space>& b); \
+  EXT template void accumulate<Space>(const Vector<Space>& out, const ConstVector<Space>& inp, float alpha); \
+  EXT template double dot<Space>(const ConstVector<Space>& a, const ConstVector<Space>& b); \
+  EXT template void bias_forward<Space>(const Matrix<Space>& out, const ConstMatrix<Space>& inp, const ConstVector<Space>& bias);
+namespace ptk::kernels {
+PTK_FOR_EACH_CONFIG(PTK_ADD_TUNED_INSTANCES, extern)
+PTK_FOR_EACH_SPACE(PTK_ADD_SPACE_INSTANCES, extern)
 }  // namespace ptk::kernels

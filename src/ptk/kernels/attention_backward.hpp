@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "ptk/kernels/attention_backward_base.hpp"
+#include "ptk/kernels/instances.hpp"
 
 namespace ptk::kernels {
 
@@ -310,4 +311,12 @@ void attention_backward(const Tensor3<Space>& dq, const Tensor3<Space>& dk, cons
 }
 
 
+}  // namespace ptk::kernels
+
+// Explicit instantiations (instances.hpp): compiled once, in src/ptk/kernels/inst/, for every space and tuning the
+// build has; declared extern here so that no other translation unit compiles these kernels again.
+#define PTK_ATTENTION_BACKWARD_TUNED_INSTANCES(EXT, Space, Tune) \
+  EXT template void attention_backward<Space, Tune>(const Tensor3<Space>& dq, const Tensor3<Space>& dk, const Tensor3<Space>& dv, const ConstTensor3<Space>& dout, const ConstTensor3<Space>& q, const ConstTensor3<Space>& k, const ConstTensor3<Space>& v, const ConstTensor3<Space>& out, const ConstMatrix<Space>& lse, float scale, bool causal);
+namespace ptk::kernels {
+PTK_FOR_EACH_CONFIG(PTK_ATTENTION_BACKWARD_TUNED_INSTANCES, extern)
 }  // namespace ptk::kernels

@@ -5,8 +5,8 @@
 
 #include "ptk/core/compat.hpp"
 #include "ptk/core/tensor.hpp"
-#include "ptk/kernels/fast_exp.hpp"
-#include "ptk/kernels/scratch.hpp"
+#include "ptk/kernels/detail/fast_exp.hpp"
+#include "ptk/kernels/detail/scratch.hpp"
 #include "ptk/kernels/tuning.hpp"
 
 namespace ptk::kernels {

@@ -6,9 +6,10 @@
 #include <type_traits>
 
 #include "ptk/core/compat.hpp"
+#include "ptk/kernels/instances.hpp"
 #include "ptk/core/tensor.hpp"
-#include "ptk/kernels/fast_exp.hpp"
-#include "ptk/kernels/scratch.hpp"
+#include "ptk/kernels/detail/fast_exp.hpp"
+#include "ptk/kernels/detail/scratch.hpp"
 #include "ptk/kernels/tuning.hpp"
 
 namespace ptk::kernels {
@@ -250,4 +251,12 @@ void attention_forward(const Tensor3<Space>& out, const Matrix<Space>& lse, cons
 }
 
 
+}  // namespace ptk::kernels
+
+// Explicit instantiations (instances.hpp): compiled once, in src/ptk/kernels/inst/, for every space and tuning the
+// build has; declared extern here so that no other translation unit compiles these kernels again.
+#define PTK_ATTENTION_FORWARD_TUNED_INSTANCES(EXT, Space, Tune) \
+  EXT template void attention_forward<Space, Tune>(const Tensor3<Space>& out, const Matrix<Space>& lse, const ConstTensor3<Space>& q, const ConstTensor3<Space>& k, const ConstTensor3<Space>& v, float scale, bool causal);
+namespace ptk::kernels {
+PTK_FOR_EACH_CONFIG(PTK_ATTENTION_FORWARD_TUNED_INSTANCES, extern)
 }  // namespace ptk::kernels

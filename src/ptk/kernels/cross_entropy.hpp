@@ -6,8 +6,9 @@
 #include <Kokkos_Core.hpp>
 
 #include "ptk/core/compat.hpp"
+#include "ptk/kernels/instances.hpp"
 #include "ptk/core/tensor.hpp"
-#include "ptk/kernels/fast_exp.hpp"
+#include "ptk/kernels/detail/fast_exp.hpp"
 
 namespace ptk::kernels {
 
@@ -99,4 +100,13 @@ void cross_entropy_backward(const Matrix<Space>& dlogits, const ConstVector<Spac
       });
 }
 
+}  // namespace ptk::kernels
+
+// Explicit instantiations (instances.hpp): compiled once, in src/ptk/kernels/inst/, for every space and tuning the
+// build has; declared extern here so that no other translation unit compiles these kernels again.
+#define PTK_CROSS_ENTROPY_SPACE_INSTANCES(EXT, Space) \
+  EXT template void cross_entropy_forward<Space>(const Vector<Space>& losses, const Vector<Space>& lse, const Vector<Space>& loss, const IndexVector<Space>& counted, const ConstMatrix<Space>& logits, const ConstIndexVector<Space>& targets, int ignore_index); \
+  EXT template void cross_entropy_backward<Space>(const Matrix<Space>& dlogits, const ConstVector<Space>& dloss, const ConstMatrix<Space>& logits, const ConstVector<Space>& lse, const ConstIndexVector<Space>& targets, int ignore_index, const ConstIndexVector<Space>& counted);
+namespace ptk::kernels {
+PTK_FOR_EACH_SPACE(PTK_CROSS_ENTROPY_SPACE_INSTANCES, extern)
 }  // namespace ptk::kernels

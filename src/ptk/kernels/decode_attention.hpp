@@ -4,10 +4,11 @@
 #include <Kokkos_Core.hpp>
 
 #include "ptk/core/compat.hpp"
+#include "ptk/kernels/instances.hpp"
 #include "ptk/core/tensor.hpp"
-#include "ptk/kernels/compensated.hpp"
-#include "ptk/kernels/fast_exp.hpp"
-#include "ptk/kernels/scratch.hpp"
+#include "ptk/kernels/detail/compensated.hpp"
+#include "ptk/kernels/detail/fast_exp.hpp"
+#include "ptk/kernels/detail/scratch.hpp"
 #include "ptk/kernels/tuning.hpp"
 
 namespace ptk::kernels {
@@ -277,4 +278,12 @@ void decode_attention(const Heads<Space>& out, const Vector<Space>& lse, const C
                        DecodeAttentionMerge<Space>{out, lse, part_max, part_sum, part_acc});
 }
 
+}  // namespace ptk::kernels
+
+// Explicit instantiations (instances.hpp): compiled once, in src/ptk/kernels/inst/, for every space and tuning the
+// build has; declared extern here so that no other translation unit compiles these kernels again.
+#define PTK_DECODE_ATTENTION_TUNED_INSTANCES(EXT, Space, Tune) \
+  EXT template void decode_attention<Space, Tune>(const Heads<Space>& out, const Vector<Space>& lse, const ConstHeads<Space>& q, const ConstTensor4<Space>& k, const ConstTensor4<Space>& v, float scale, const DecodeAttentionShape& s, const Matrix<Space>& part_max, const Matrix<Space>& part_sum, const Tensor3<Space>& part_acc);
+namespace ptk::kernels {
+PTK_FOR_EACH_CONFIG(PTK_DECODE_ATTENTION_TUNED_INSTANCES, extern)
 }  // namespace ptk::kernels

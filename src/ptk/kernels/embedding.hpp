@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "ptk/core/tensor.hpp"
+#include "ptk/kernels/instances.hpp"
 
 namespace ptk::kernels {
 
@@ -75,4 +76,14 @@ void embedding_backward(const Matrix<Space>& dtable, const ConstMatrix<Space>& d
   embedding_backward<Space>(dtable, dout, ids, order);
 }
 
+}  // namespace ptk::kernels
+
+// Explicit instantiations (instances.hpp): compiled once, in src/ptk/kernels/inst/, for every space and tuning the
+// build has; declared extern here so that no other translation unit compiles these kernels again.
+#define PTK_EMBEDDING_SPACE_INSTANCES(EXT, Space) \
+  EXT template void embedding_forward<Space>(const Matrix<Space>& out, const ConstIndexVector<Space>& ids, const ConstMatrix<Space>& table); \
+  EXT template void embedding_backward<Space>(const Matrix<Space>& dtable, const ConstMatrix<Space>& dout, const ConstIndexVector<Space>& ids, const ConstIndexVector<Space>& order); \
+  EXT template void embedding_backward<Space>(const Matrix<Space>& dtable, const ConstMatrix<Space>& dout, const ConstIndexVector<Space>& ids);
+namespace ptk::kernels {
+PTK_FOR_EACH_SPACE(PTK_EMBEDDING_SPACE_INSTANCES, extern)
 }  // namespace ptk::kernels

@@ -5,11 +5,13 @@
 #include <Kokkos_Core.hpp>
 
 #include "ptk/core/tensor.hpp"
+#include "ptk/kernels/instances.hpp"
 
 namespace ptk::kernels {
 
 // One work item per (b, head, t) moves a contiguous run of D floats (split: head of heads; merge: head of rows,
-// summing its G heads in order): no two items touch the same element, the sums are deterministic.
+// summing its G heads in order): no two items touch the same element, the sums are deterministic. Only a merge
+// accumulates (kAccumulate: the backward adds into a gradient); a split always overwrites.
 template <class Space, bool kToHeads, bool kAccumulate>
 struct HeadsCopy {
   Tensor3<Space> rows;
@@ -20,10 +22,7 @@ struct HeadsCopy {
     const int D = static_cast<int>(heads.extent(3));
     if (kToHeads) {
       const int base = offset + (h / group) * D;
-      for (int d = 0; d < D; ++d) {
-        if (kAccumulate) heads(b, h, t, d) += rows(b, t, base + d);
-        else heads(b, h, t, d) = rows(b, t, base + d);
-      }
+      for (int d = 0; d < D; ++d) heads(b, h, t, d) = rows(b, t, base + d);
     } else {
       const int base = offset + h * D, first = h * group;
       for (int d = 0; d < D; ++d) {
@@ -55,4 +54,13 @@ void merge_heads(const Tensor3<Space>& rows, const Tensor4<Space>& heads, int of
   else heads_copy<Space, false, false>("ptk::merge_heads", rows, heads, offset, group);
 }
 
+}  // namespace ptk::kernels
+
+// Explicit instantiations (instances.hpp): compiled once, in src/ptk/kernels/inst/, for every space and tuning the
+// build has; declared extern here so that no other translation unit compiles these kernels again.
+#define PTK_HEADS_SPACE_INSTANCES(EXT, Space) \
+  EXT template void split_heads<Space>(const Tensor4<Space>& heads, const Tensor3<Space>& rows, int offset, int group); \
+  EXT template void merge_heads<Space>(const Tensor3<Space>& rows, const Tensor4<Space>& heads, int offset, bool accumulate, int group);
+namespace ptk::kernels {
+PTK_FOR_EACH_SPACE(PTK_HEADS_SPACE_INSTANCES, extern)
 }  // namespace ptk::kernels

@@ -4,6 +4,7 @@
 #include <Kokkos_Core.hpp>
 
 #include "ptk/core/tensor.hpp"
+#include "ptk/kernels/instances.hpp"
 
 namespace ptk::kernels {
 
@@ -21,4 +22,12 @@ void kv_cache_append(const Tensor4<Space>& k_cache, const Tensor4<Space>& v_cach
                        });
 }
 
+}  // namespace ptk::kernels
+
+// Explicit instantiations (instances.hpp): compiled once, in src/ptk/kernels/inst/, for every space and tuning the
+// build has; declared extern here so that no other translation unit compiles these kernels again.
+#define PTK_KV_CACHE_SPACE_INSTANCES(EXT, Space) \
+  EXT template void kv_cache_append<Space>(const Tensor4<Space>& k_cache, const Tensor4<Space>& v_cache, const ConstTensor3<Space>& k_rows, int k_offset, const ConstTensor3<Space>& v_rows, int v_offset, int pos);
+namespace ptk::kernels {
+PTK_FOR_EACH_SPACE(PTK_KV_CACHE_SPACE_INSTANCES, extern)
 }  // namespace ptk::kernels

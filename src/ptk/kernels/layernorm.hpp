@@ -6,10 +6,11 @@
 #include <Kokkos_Core.hpp>
 
 #include "ptk/core/compat.hpp"
+#include "ptk/kernels/instances.hpp"
 #include "ptk/core/tensor.hpp"
-#include "ptk/kernels/column_sums.hpp"
-#include "ptk/kernels/compensated.hpp"
-#include "ptk/kernels/row_walk.hpp"
+#include "ptk/kernels/detail/column_sums.hpp"
+#include "ptk/kernels/detail/compensated.hpp"
+#include "ptk/kernels/detail/row_walk.hpp"
 
 namespace ptk::kernels {
 
@@ -222,4 +223,13 @@ void layernorm_backward(const Matrix<Space>& dinp, const Vector<Space>& dweight,
   add_column_sums<Space, Tune>("ptk::layernorm_backward_dbias", dbias, partial, cols);
 }
 
+}  // namespace ptk::kernels
+
+// Explicit instantiations (instances.hpp): compiled once, in src/ptk/kernels/inst/, for every space and tuning the
+// build has; declared extern here so that no other translation unit compiles these kernels again.
+#define PTK_LAYERNORM_TUNED_INSTANCES(EXT, Space, Tune) \
+  EXT template void layernorm_forward<Space, Tune>(const Matrix<Space>& out, const Vector<Space>& mean, const Vector<Space>& rstd, const ConstMatrix<Space>& inp, const ConstVector<Space>& weight, const ConstVector<Space>& bias, float eps); \
+  EXT template void layernorm_backward<Space, Tune>(const Matrix<Space>& dinp, const Vector<Space>& dweight, const Vector<Space>& dbias, const ConstMatrix<Space>& dout, const ConstMatrix<Space>& inp, const ConstVector<Space>& weight, const ConstVector<Space>& mean, const ConstVector<Space>& rstd);
+namespace ptk::kernels {
+PTK_FOR_EACH_CONFIG(PTK_LAYERNORM_TUNED_INSTANCES, extern)
 }  // namespace ptk::kernels

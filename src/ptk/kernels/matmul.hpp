@@ -8,6 +8,7 @@
 #include <KokkosBlas3_gemm.hpp>
 
 #include "ptk/core/tensor.hpp"
+#include "ptk/kernels/instances.hpp"
 #include "ptk/kernels/matmul_blocked.hpp"
 #include "ptk/kernels/matmul_decode.hpp"
 #include "ptk/kernels/matmul_register_tiled.hpp"
@@ -115,4 +116,14 @@ void matmul_backward(const Tensor3<Space>& da, const Tensor3<Space>& db, const C
   }
 }
 
+}  // namespace ptk::kernels
+
+// Explicit instantiations (instances.hpp): compiled once, in src/ptk/kernels/inst/, for every space and tuning the
+// build has; declared extern here so that no other translation unit compiles these kernels again.
+#define PTK_MATMUL_TUNED_INSTANCES(EXT, Space, Tune) \
+  EXT template void matmul_forward<Space, Tune>(const Tensor3<Space>& c, const ConstTensor3<Space>& a, const ConstTensor3<Space>& b, bool trans_a, bool trans_b, float alpha, float beta, MatmulImpl impl); \
+  EXT template void matmul_forward<Space, Tune>(const Tensor3<Space>& c, const ConstTensor3<Space>& a, const ConstTensor3<Space>& b, bool trans_a, bool trans_b, MatmulImpl impl); \
+  EXT template void matmul_backward<Space, Tune>(const Tensor3<Space>& da, const Tensor3<Space>& db, const ConstTensor3<Space>& dc, const ConstTensor3<Space>& a, const ConstTensor3<Space>& b, bool trans_a, bool trans_b, MatmulImpl impl);
+namespace ptk::kernels {
+PTK_FOR_EACH_CONFIG(PTK_MATMUL_TUNED_INSTANCES, extern)
 }  // namespace ptk::kernels

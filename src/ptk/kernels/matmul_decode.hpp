@@ -6,9 +6,10 @@
 #include <cstddef>
 
 #include "ptk/core/compat.hpp"
+#include "ptk/kernels/instances.hpp"
 #include "ptk/core/tensor.hpp"
-#include "ptk/kernels/compensated.hpp"
-#include "ptk/kernels/memory_hints.hpp"
+#include "ptk/kernels/detail/compensated.hpp"
+#include "ptk/kernels/detail/memory_hints.hpp"
 #include "ptk/kernels/tuning.hpp"
 
 namespace ptk::kernels {
@@ -141,7 +142,7 @@ struct MatmulDecode {
         },
         Merge<RowDots<R * Jn>>(dots));
     // Written out rather than store<Jn>(dots, n): handing `dots` on by reference made g++ keep the
-    // R = 8, J = 2 sums on the stack (5 GB/s against 31-36).
+    // R = 8, J = 2 sums on the stack (docs/benchmarks.md, "Tuning choices").
     Kokkos::single(Kokkos::PerThread(team), [&]() {
       for (int r = 0; r < R; ++r)
         for (int j = 0; j < Jn; ++j) {
@@ -256,4 +257,15 @@ bool decode_applies(const Tensor3<Space>& c, const ConstTensor3<Space>& a, const
          c.extent(0) * c.extent(1) <= static_cast<std::size_t>(decode_max_rows);
 }
 
+}  // namespace ptk::kernels
+
+// Explicit instantiations (instances.hpp): compiled once, in src/ptk/kernels/inst/, for every space and tuning the
+// build has; declared extern here so that no other translation unit compiles these kernels again.
+#define PTK_MATMUL_DECODE_TUNED_INSTANCES(EXT, Space, Tune) \
+  EXT template void matmul_decode<Space, Tune>(const Matrix<Space>& y, const ConstMatrix<Space>& x, const ConstMatrix<Space>& w, float alpha, float beta, const ConstVector<Space>& bias);
+#define PTK_MATMUL_DECODE_SPACE_INSTANCES(EXT, Space) \
+  EXT template bool decode_applies<Space>(const Tensor3<Space>& c, const ConstTensor3<Space>& a, const ConstTensor3<Space>& b, bool trans_a, bool trans_b);
+namespace ptk::kernels {
+PTK_FOR_EACH_CONFIG(PTK_MATMUL_DECODE_TUNED_INSTANCES, extern)
+PTK_FOR_EACH_SPACE(PTK_MATMUL_DECODE_SPACE_INSTANCES, extern)
 }  // namespace ptk::kernels

@@ -7,7 +7,7 @@
 #include <cstdint>
 
 #include "ptk/core/tensor.hpp"
-#include "ptk/kernels/memory_hints.hpp"
+#include "ptk/kernels/detail/memory_hints.hpp"
 #include "ptk/kernels/tuning.hpp"
 
 namespace ptk::kernels {

@@ -4,6 +4,7 @@
 #include <Kokkos_Core.hpp>
 
 #include "ptk/core/tensor.hpp"
+#include "ptk/kernels/instances.hpp"
 
 namespace ptk::kernels {
 
@@ -25,4 +26,13 @@ void mul_backward(const Vector<Space>& da, const Vector<Space>& db, const ConstV
       });
 }
 
+}  // namespace ptk::kernels
+
+// Explicit instantiations (instances.hpp): compiled once, in src/ptk/kernels/inst/, for every space and tuning the
+// build has; declared extern here so that no other translation unit compiles these kernels again.
+#define PTK_MUL_SPACE_INSTANCES(EXT, Space) \
+  EXT template void mul_forward<Space>(const Vector<Space>& out, const ConstVector<Space>& a, const ConstVector<Space>& b); \
+  EXT template void mul_backward<Space>(const Vector<Space>& da, const Vector<Space>& db, const ConstVector<Space>& dout, const ConstVector<Space>& a, const ConstVector<Space>& b);
+namespace ptk::kernels {
+PTK_FOR_EACH_SPACE(PTK_MUL_SPACE_INSTANCES, extern)
 }  // namespace ptk::kernels

@@ -5,6 +5,7 @@
 #include <Kokkos_Core.hpp>
 
 #include "ptk/core/tensor.hpp"
+#include "ptk/kernels/instances.hpp"
 
 namespace ptk::kernels {
 
@@ -53,4 +54,13 @@ void rope_backward(const Tensor4<Space>& dinp, const ConstTensor4<Space>& dout, 
   rope_launch<Space, true>("ptk::rope_backward", dinp, dout, cos_table, sin_table);
 }
 
+}  // namespace ptk::kernels
+
+// Explicit instantiations (instances.hpp): compiled once, in src/ptk/kernels/inst/, for every space and tuning the
+// build has; declared extern here so that no other translation unit compiles these kernels again.
+#define PTK_ROPE_SPACE_INSTANCES(EXT, Space) \
+  EXT template void rope_forward<Space>(const Tensor4<Space>& out, const ConstTensor4<Space>& inp, const ConstMatrix<Space>& cos_table, const ConstMatrix<Space>& sin_table); \
+  EXT template void rope_backward<Space>(const Tensor4<Space>& dinp, const ConstTensor4<Space>& dout, const ConstMatrix<Space>& cos_table, const ConstMatrix<Space>& sin_table);
+namespace ptk::kernels {
+PTK_FOR_EACH_SPACE(PTK_ROPE_SPACE_INSTANCES, extern)
 }  // namespace ptk::kernels

@@ -6,7 +6,8 @@
 #include <cstdint>
 
 #include "ptk/core/tensor.hpp"
-#include "ptk/kernels/fast_exp.hpp"
+#include "ptk/kernels/instances.hpp"
+#include "ptk/kernels/detail/fast_exp.hpp"
 #include "ptk/kernels/tuning.hpp"
 
 namespace ptk::kernels {
@@ -151,4 +152,12 @@ void sample(const IndexVector<Space>& tokens, const Matrix<Space>& probs, const 
   Kokkos::parallel_for("ptk::sample", policy, Sample<Space, Tune>{tokens, probs, logits, u, params});
 }
 
+}  // namespace ptk::kernels
+
+// Explicit instantiations (instances.hpp): compiled once, in src/ptk/kernels/inst/, for every space and tuning the
+// build has; declared extern here so that no other translation unit compiles these kernels again.
+#define PTK_SAMPLING_TUNED_INSTANCES(EXT, Space, Tune) \
+  EXT template void sample<Space, Tune>(const IndexVector<Space>& tokens, const Matrix<Space>& probs, const ConstMatrix<Space>& logits, const ConstVector<Space>& u, const SamplingParams& params);
+namespace ptk::kernels {
+PTK_FOR_EACH_CONFIG(PTK_SAMPLING_TUNED_INSTANCES, extern)
 }  // namespace ptk::kernels

@@ -6,9 +6,10 @@
 #include <cfloat>
 
 #include "ptk/core/compat.hpp"
+#include "ptk/kernels/instances.hpp"
 #include "ptk/core/tensor.hpp"
-#include "ptk/kernels/fast_exp.hpp"
-#include "ptk/kernels/row_walk.hpp"
+#include "ptk/kernels/detail/fast_exp.hpp"
+#include "ptk/kernels/detail/row_walk.hpp"
 
 namespace ptk::kernels {
 
@@ -49,4 +50,13 @@ void silu_backward(const Vector<Space>& dinp, const ConstVector<Space>& inp, con
                      KOKKOS_LAMBDA(const std::size_t i) { return dx[i] + dy[i] * silu_grad(x[i]); });
 }
 
+}  // namespace ptk::kernels
+
+// Explicit instantiations (instances.hpp): compiled once, in src/ptk/kernels/inst/, for every space and tuning the
+// build has; declared extern here so that no other translation unit compiles these kernels again.
+#define PTK_SILU_TUNED_INSTANCES(EXT, Space, Tune) \
+  EXT template void silu_forward<Space, Tune>(const Vector<Space>& out, const ConstVector<Space>& inp); \
+  EXT template void silu_backward<Space, Tune>(const Vector<Space>& dinp, const ConstVector<Space>& inp, const ConstVector<Space>& dout);
+namespace ptk::kernels {
+PTK_FOR_EACH_CONFIG(PTK_SILU_TUNED_INSTANCES, extern)
 }  // namespace ptk::kernels

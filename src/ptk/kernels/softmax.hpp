@@ -8,10 +8,11 @@
 #include <cfloat>
 
 #include "ptk/core/compat.hpp"
+#include "ptk/kernels/instances.hpp"
 #include "ptk/core/tensor.hpp"
-#include "ptk/kernels/fast_exp.hpp"
-#include "ptk/kernels/compensated.hpp"
-#include "ptk/kernels/row_walk.hpp"
+#include "ptk/kernels/detail/fast_exp.hpp"
+#include "ptk/kernels/detail/compensated.hpp"
+#include "ptk/kernels/detail/row_walk.hpp"
 
 namespace ptk::kernels {
 
@@ -120,7 +121,7 @@ struct SoftmaxForward {
   // adds that to its Kahan sum (s[l], c[l]), as lane_sum's chunks do, and takes the running max
   // m[l] of the next row's inputs (of their negations when NegativeScale). The loop over slots is the vector loop (one slot a SIMD lane,
   // PTK_SIMD_LOOP), so the K-block walk runs in registers: the earlier form, which formed each
-  // block's exps in local arrays, kept them on the stack and ran 35-40 % slower (4096x512).
+  // block's exps in local arrays, kept them on the stack (docs/benchmarks.md, "Tuning choices").
   template <bool NegativeScale, int K>
   KOKKOS_FORCEINLINE_FUNCTION void exp_chunk(int v, int b, const float* x, const float* xn, float* y, float row_max,
                                              float (&s)[L], float (&c)[L], float (&m)[L]) const {
@@ -246,4 +247,13 @@ void softmax_backward(const Matrix<Space>& dinp, const ConstMatrix<Space>& out, 
                        SoftmaxBackward<Space, Tune>{dinp, out, dout, scale});
 }
 
+}  // namespace ptk::kernels
+
+// Explicit instantiations (instances.hpp): compiled once, in src/ptk/kernels/inst/, for every space and tuning the
+// build has; declared extern here so that no other translation unit compiles these kernels again.
+#define PTK_SOFTMAX_TUNED_INSTANCES(EXT, Space, Tune) \
+  EXT template void softmax_forward<Space, Tune>(const Matrix<Space>& out, const ConstMatrix<Space>& inp, float scale, bool causal); \
+  EXT template void softmax_backward<Space, Tune>(const Matrix<Space>& dinp, const ConstMatrix<Space>& out, const ConstMatrix<Space>& dout, float scale);
+namespace ptk::kernels {
+PTK_FOR_EACH_CONFIG(PTK_SOFTMAX_TUNED_INSTANCES, extern)
 }  // namespace ptk::kernels

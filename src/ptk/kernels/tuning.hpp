@@ -5,9 +5,10 @@
 // Tune::matmul, Tune::decode, Tune::attention and Tune::columns are its geometries. Measurements behind the host
 // numbers are in docs/design.md and docs/benchmarks.md; the GPU mapping is explained there too.
 //
-// Test builds define PTK_GPU_GEOMETRY_ON_HOST (the ptk_tests_gpu_geometry suite): OpenMP then
-// runs the GPU tuning, with teams of at most emulated_gpu_team threads, so every GPU code path (team
-// barriers, thread-owned register tiles, cooperative copies, vector lanes) is tested on the CPU.
+// The GPU tuning also runs on OpenMP (EmulatedGpuTuning: teams of at most emulated_gpu_team threads),
+// so every GPU code path (team barriers, thread-owned register tiles, cooperative copies, vector
+// lanes) is tested on the CPU: the parity tests pass it as the template argument, and the layers
+// above the ops take it at run time (PTK_TUNING=gpu, ptk/core/runtime.hpp).
 #include <Kokkos_Core.hpp>
 
 #include <cstddef>
@@ -83,7 +84,7 @@ struct HostMatmul {
 // (coalesced, k-major, rows padded by 4 floats so that the float4 reads of a quarter warp hit
 // distinct banks), synchronize, and each k-step reads 2 float4 of A and 1 of B for 32 FMAs.
 // launch_min_blocks = 2 caps registers at 128 a thread (two blocks, 16 warps an SM: 25 %).
-// On the emulating host (PTK_GPU_GEOMETRY_ON_HOST), a team of `team_size` < 256 threads keeps
+// On the emulating host (EmulatedGpuTuning), a team of `team_size` < 256 threads keeps
 // the same block and tiles, each thread owning 256 / team_size of them.
 template <int MaxTeam>
 struct GpuMatmul {
@@ -108,13 +109,11 @@ struct GpuMatmul {
 // slots (one AVX-512 register) a pair; 16 W rows a team leave 64 teams at N = 1024 for dynamic
 // scheduling. For R = 3..7 the host sweeps K in slices of k_block(R) floats, all the team's rows
 // over one slice before the next, so the R x rows' slice (at most 14 KB) stays in L1 rather than R x
-// vectors per W vector coming from L2. Measured on the 2-vCPU EPYC (docs/benchmarks.md, "Decode
-// matmul"): R = 1 needs J = 4 (4 independent FMA chains: 37 GB/s against 16 with J = 1); R = 8 is
-// fastest unsliced with J = 2 (31-36 GB/s, near the FMA ceiling; sliced with J = 1: 27-28, with
-// J = 2 g++ spilled the sums: 5); R = 4 sliced with J = 1 (45-47 against 40 unsliced; 512-float
-// slices beat 256, 1024 and 2048, J = 2 was slower); R = 2 gains nothing from slices (x fits L1).
-// R = 3, 5, 6, 7 follow R = 4 unmeasured. GPU: a warp per W row (coalesced loads, no slices), 4
-// slots a lane for independent FMA chains, 4 warps a block (not yet measured).
+// vectors per W vector coming from L2. R = 1 needs J = 4 independent FMA chains; R = 8 is fastest
+// unsliced with J = 2; R = 4 (and 3, 5, 6, 7 after it) sliced with J = 1 and 512-float slices; R = 2
+// gains nothing from slices (x fits L1). The measurements behind each choice: docs/benchmarks.md,
+// "Tuning choices". GPU: a warp per W row (coalesced loads, no slices), 4 slots a lane for
+// independent FMA chains, 4 warps a block.
 struct HostDecode {
   static constexpr bool host = true;
   static constexpr int rows_per_team = 16;
@@ -141,7 +140,7 @@ struct GpuDecode {
 // A team owns `query_rows` rows of one head and streams the head's keys through team scratch
 // `key_rows` at a time; a thread owns micro_rows x micro_cols micro-tiles of each product.
 // Host: a team is one thread walking every micro-tile of its block: an 8 x 32 tile is 16 AVX-512
-// accumulators (a 4 x 64 tile measured 1.6x slower). Scratch is level 1 (both host levels are
+// accumulators (a 4 x 64 tile was slower: docs/benchmarks.md, "Tuning choices"). Scratch is level 1 (both host levels are
 // thread-private memory).
 struct HostAttention {
   static constexpr int query_rows = 128;
@@ -291,16 +290,12 @@ struct GpuTuning {
 // barrier costs ~46 us with 16 threads on 2 cores, ~230 us with 64).
 constexpr int emulated_gpu_team = 16;
 
+using EmulatedGpuTuning = GpuTuning<emulated_gpu_team>;
+
 template <class Space>
 struct DefaultTuning {
   using type = std::conditional_t<is_host_space_v<Space>, HostTuning, GpuTuning<1024>>;
 };
-#if defined(PTK_GPU_GEOMETRY_ON_HOST) && defined(KOKKOS_ENABLE_OPENMP)
-template <>
-struct DefaultTuning<Kokkos::OpenMP> {
-  using type = GpuTuning<emulated_gpu_team>;
-};
-#endif
 
 // Tune with its attention tiles for wide heads (the attention launchers switch to it for heads wider
 // than Tune::attention::level0_head_dim).

@@ -7,36 +7,36 @@
 
 namespace ptk::ops {
 
-template <class Space>
+template <class Space, class Tune = kernels::Tuning<Space>>
 Tensor<Space> gelu(const Tensor<Space>& x) {
   check_tensor("gelu", "X", x, 0, INT_MAX);
   auto y = Tensor<Space>::uninitialized(x.shape(), "ptk::gelu");
-  kernels::gelu_forward<Space>(y.flat(), x.flat());
+  kernels::gelu_forward<Space, Tune>(y.flat(), x.flat());
   return y;
 }
 
-template <class Space>
+template <class Space, class Tune = kernels::Tuning<Space>>
 Tensor<Space> silu(const Tensor<Space>& x) {
   check_tensor("silu", "X", x, 0, INT_MAX);
   auto y = Tensor<Space>::uninitialized(x.shape(), "ptk::silu");
-  kernels::silu_forward<Space>(y.flat(), x.flat());
+  kernels::silu_forward<Space, Tune>(y.flat(), x.flat());
   return y;
 }
 
-template <class Space>
+template <class Space, class Tune = kernels::Tuning<Space>>
 void gelu_backward(const Tensor<Space>& dx, const Tensor<Space>& x, const Tensor<Space>& dy) {
   check_tensor("gelu_backward", "X", x, 0, INT_MAX);
   check_same_shape("gelu_backward", "dY", dy, "X", x);
   check_same_shape("gelu_backward", "dX", dx, "X", x);
-  kernels::gelu_backward<Space>(dx.flat(), x.flat(), dy.flat());
+  kernels::gelu_backward<Space, Tune>(dx.flat(), x.flat(), dy.flat());
 }
 
-template <class Space>
+template <class Space, class Tune = kernels::Tuning<Space>>
 void silu_backward(const Tensor<Space>& dx, const Tensor<Space>& x, const Tensor<Space>& dy) {
   check_tensor("silu_backward", "X", x, 0, INT_MAX);
   check_same_shape("silu_backward", "dY", dy, "X", x);
   check_same_shape("silu_backward", "dX", dx, "X", x);
-  kernels::silu_backward<Space>(dx.flat(), x.flat(), dy.flat());
+  kernels::silu_backward<Space, Tune>(dx.flat(), x.flat(), dy.flat());
 }
 
 }  // namespace ptk::ops

@@ -19,7 +19,7 @@ struct AttentionOutputs {
   Tensor<Space> out, lse;
 };
 
-template <class Space>
+template <class Space, class Tune = kernels::Tuning<Space>>
 AttentionOutputs<Space> attention(const Tensor<Space>& q, const Tensor<Space>& k, const Tensor<Space>& v,
                                   std::optional<float> scale = std::nullopt, bool causal = false) {
   check_tensor("attention", "Q", q, 4, 4);
@@ -37,7 +37,7 @@ AttentionOutputs<Space> attention(const Tensor<Space>& q, const Tensor<Space>& k
   const auto heads = [&](const Tensor<Space>& t) {
     return Tensor3<Space>(t.data(), B * H, t.dim(2), t.dim(3));
   };
-  kernels::attention_forward<Space>(heads(r.out), Matrix<Space>(r.lse.data(), B * H, T), heads(q), heads(k), heads(v),
+  kernels::attention_forward<Space, Tune>(heads(r.out), Matrix<Space>(r.lse.data(), B * H, T), heads(q), heads(k), heads(v),
                                     scale.value_or(1.0f / std::sqrt(static_cast<float>(D))), causal);
   return r;
 }
@@ -45,7 +45,7 @@ AttentionOutputs<Space> attention(const Tensor<Space>& q, const Tensor<Space>& k
 // dq, dk, dv (shaped as Q, K, V; any may be undefined: not wanted) += the gradients of attention(q, k, v, scale,
 // causal) for the upstream gradient dout (shaped as Q), given its out and lse. A row with lse = −inf (nothing
 // attended) contributes nothing.
-template <class Space>
+template <class Space, class Tune = kernels::Tuning<Space>>
 void attention_backward(const Tensor<Space>& dq, const Tensor<Space>& dk, const Tensor<Space>& dv,
                         const Tensor<Space>& dout, const Tensor<Space>& q, const Tensor<Space>& k,
                         const Tensor<Space>& v, const Tensor<Space>& out, const Tensor<Space>& lse,
@@ -78,7 +78,7 @@ void attention_backward(const Tensor<Space>& dq, const Tensor<Space>& dk, const 
   };
   const auto gq = grad("dQ", dq, q), gk = grad("dK", dk, k), gv = grad("dV", dv, v);
   const auto heads = [&](const Tensor<Space>& t) { return ConstTensor3<Space>(t.data(), B * H, t.dim(2), t.dim(3)); };
-  kernels::attention_backward<Space>(gq, gk, gv, heads(dout), heads(q), heads(k), heads(v), heads(out),
+  kernels::attention_backward<Space, Tune>(gq, gk, gv, heads(dout), heads(q), heads(k), heads(v), heads(out),
                                      ConstMatrix<Space>(lse.data(), B * H, T),
                                      scale.value_or(1.0f / std::sqrt(static_cast<float>(D))), causal);
 }

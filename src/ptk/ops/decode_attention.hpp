@@ -28,7 +28,7 @@ void check_cache(const char* op, const Tensor<Space>& k_cache, const Tensor<Spac
 
 namespace detail {
 // decode_attention over heads views (q may be the heads of a projection's rows; out is written in place).
-template <class Space>
+template <class Space, class Tune = kernels::Tuning<Space>>
 void decode_attention_heads(const kernels::Heads<Space>& out, const Tensor<Space>& lse,
                             const kernels::ConstHeads<Space>& q, const Tensor<Space>& k_cache,
                             const Tensor<Space>& v_cache, std::int64_t length, std::optional<float> scale, int splits) {
@@ -54,7 +54,7 @@ void decode_attention_heads(const kernels::Heads<Space>& out, const Tensor<Space
   auto part_sum = Tensor<Space>::uninitialized({rows, s.splits}, "ptk::decode_attention_sum");
   auto part_acc = Tensor<Space>::uninitialized({rows, s.splits, D}, "ptk::decode_attention_acc");
   const auto as4 = [](const Tensor<Space>& t) { return Tensor4<Space>(t.data(), t.dim(0), t.dim(1), t.dim(2), t.dim(3)); };
-  kernels::decode_attention<Space>(out, lse.flat(), q, as4(k_cache), as4(v_cache),
+  kernels::decode_attention<Space, Tune>(out, lse.flat(), q, as4(k_cache), as4(v_cache),
                                    scale.value_or(1.0f / std::sqrt(static_cast<float>(D))), s,
                                    Matrix<Space>(part_max.data(), rows, s.splits),
                                    Matrix<Space>(part_sum.data(), rows, s.splits),
@@ -64,7 +64,7 @@ void decode_attention_heads(const kernels::Heads<Space>& out, const Tensor<Space
 
 // splits: how many key chunks are reduced in parallel and merged (0: chosen from the shape and the space's
 // concurrency, kernels::decode_attention_shape). Any value gives the same result up to rounding.
-template <class Space>
+template <class Space, class Tune = kernels::Tuning<Space>>
 AttentionOutputs<Space> decode_attention(const Tensor<Space>& q, const Tensor<Space>& k_cache,
                                          const Tensor<Space>& v_cache, std::int64_t length,
                                          std::optional<float> scale = std::nullopt, int splits = 0) {
@@ -73,7 +73,7 @@ AttentionOutputs<Space> decode_attention(const Tensor<Space>& q, const Tensor<Sp
   AttentionOutputs<Space> r{Tensor<Space>::uninitialized(q.shape(), "ptk::decode_attention"),
                             Tensor<Space>::uninitialized({q.dim(0), q.dim(1), q.dim(2)}, "ptk::decode_attention_lse")};
   const auto as4 = [](const Tensor<Space>& t) { return Tensor4<Space>(t.data(), t.dim(0), t.dim(1), t.dim(2), t.dim(3)); };
-  detail::decode_attention_heads<Space>(kernels::heads_of(as4(r.out)), r.lse, kernels::heads_of(as4(q)), k_cache, v_cache,
+  detail::decode_attention_heads<Space, Tune>(kernels::heads_of(as4(r.out)), r.lse, kernels::heads_of(as4(q)), k_cache, v_cache,
                                         length, scale, splits);
   return r;
 }

@@ -19,7 +19,7 @@ inline Shape row_shape(const Shape& x) {
   return rows;
 }
 
-template <class Space>
+template <class Space, class Tune = kernels::Tuning<Space>>
 LayernormOutputs<Space> layernorm(const Tensor<Space>& x, const Tensor<Space>& gamma, const Tensor<Space>& beta,
                                   float eps = 1e-5f) {
   check_tensor("layernorm", "X", x, 1, INT_MAX);
@@ -28,14 +28,14 @@ LayernormOutputs<Space> layernorm(const Tensor<Space>& x, const Tensor<Space>& g
   LayernormOutputs<Space> r{Tensor<Space>::uninitialized(x.shape(), "ptk::layernorm"),
                             Tensor<Space>::uninitialized(row_shape(x.shape()), "ptk::layernorm_mean"),
                             Tensor<Space>::uninitialized(row_shape(x.shape()), "ptk::layernorm_rstd")};
-  kernels::layernorm_forward<Space>(r.out.rows(), r.mean.flat(), r.rstd.flat(), x.rows(), gamma.flat(), beta.flat(),
+  kernels::layernorm_forward<Space, Tune>(r.out.rows(), r.mean.flat(), r.rstd.flat(), x.rows(), gamma.flat(), beta.flat(),
                                     eps);
   return r;
 }
 
 // dX (shaped as X) += and dgamma, dbeta ([N]) += the gradients of a loss whose gradient at Y is dY;
 // mean and rstd are the ones ops::layernorm returned for X (one value per row, any shape).
-template <class Space>
+template <class Space, class Tune = kernels::Tuning<Space>>
 void layernorm_backward(const Tensor<Space>& dx, const Tensor<Space>& dgamma, const Tensor<Space>& dbeta,
                         const Tensor<Space>& dy, const Tensor<Space>& x, const Tensor<Space>& gamma,
                         const Tensor<Space>& mean, const Tensor<Space>& rstd) {
@@ -48,7 +48,7 @@ void layernorm_backward(const Tensor<Space>& dx, const Tensor<Space>& dgamma, co
   check_feature_vector(op, "dbeta", dbeta, x);
   check_row_statistic(op, "mean", mean, x);
   check_row_statistic(op, "rstd", rstd, x);
-  kernels::layernorm_backward<Space>(dx.rows(), dgamma.flat(), dbeta.flat(), dy.rows(), x.rows(), gamma.flat(),
+  kernels::layernorm_backward<Space, Tune>(dx.rows(), dgamma.flat(), dbeta.flat(), dy.rows(), x.rows(), gamma.flat(),
                                      mean.flat(), rstd.flat());
 }
 

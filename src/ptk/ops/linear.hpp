@@ -9,7 +9,7 @@
 namespace ptk::ops {
 
 namespace detail {
-template <class Space>
+template <class Space, class Tune = kernels::Tuning<Space>>
 void linear_into(const char* op, const Tensor<Space>& y, const Tensor<Space>& x, const Tensor<Space>& w,
                  const Tensor<Space>& b, bool accumulate) {
   check_tensor(op, "X", x, 2, 2);
@@ -24,26 +24,26 @@ void linear_into(const char* op, const Tensor<Space>& y, const Tensor<Space>& x,
   const auto y3 = y.batched_matrices();
   const ConstTensor3<Space> x3 = x.batched_matrices(), w3 = w.batched_matrices();
   if (kernels::decode_applies<Space>(y3, x3, w3, false, true)) {
-    kernels::matmul_decode<Space>(y.rows(), x.rows(), w.rows(), 1.0f, beta,
+    kernels::matmul_decode<Space, Tune>(y.rows(), x.rows(), w.rows(), 1.0f, beta,
                                   b.defined() ? ConstVector<Space>(b.flat()) : ConstVector<Space>());
     return;
   }
-  kernels::matmul_forward<Space>(y3, x3, w3, false, true, 1.0f, beta);
+  kernels::matmul_forward<Space, Tune>(y3, x3, w3, false, true, 1.0f, beta);
   if (b.defined()) kernels::bias_forward<Space>(y.rows(), y.rows(), b.flat());
 }
 }  // namespace detail
 
-template <class Space>
+template <class Space, class Tune = kernels::Tuning<Space>>
 Tensor<Space> linear(const Tensor<Space>& x, const Tensor<Space>& w, const Tensor<Space>& b = Tensor<Space>()) {
   auto y = Tensor<Space>::uninitialized(detail::matmul_shape("linear", x, w, false, true), "ptk::linear");
-  detail::linear_into("linear", y, x, w, b, false);
+  detail::linear_into<Space, Tune>("linear", y, x, w, b, false);
   return y;
 }
 
-template <class Space>
+template <class Space, class Tune = kernels::Tuning<Space>>
 void linear_accumulate(const Tensor<Space>& y, const Tensor<Space>& x, const Tensor<Space>& w,
                        const Tensor<Space>& b = Tensor<Space>()) {
-  detail::linear_into("linear_accumulate", y, x, w, b, true);
+  detail::linear_into<Space, Tune>("linear_accumulate", y, x, w, b, true);
 }
 
 }  // namespace ptk::ops

@@ -34,18 +34,18 @@ Shape matmul_shape(const char* op, const Tensor<Space>& a, const Tensor<Space>& 
 
 }  // namespace detail
 
-template <class Space>
+template <class Space, class Tune = kernels::Tuning<Space>>
 Tensor<Space> matmul(const Tensor<Space>& a, const Tensor<Space>& b, bool trans_a = false, bool trans_b = false,
                      MatmulImpl impl = MatmulImpl::portable) {
   auto c = Tensor<Space>::uninitialized(detail::matmul_shape("matmul", a, b, trans_a, trans_b), "ptk::matmul");
-  kernels::matmul_forward<Space>(c.batched_matrices(), a.batched_matrices(), b.batched_matrices(), trans_a, trans_b,
+  kernels::matmul_forward<Space, Tune>(c.batched_matrices(), a.batched_matrices(), b.batched_matrices(), trans_a, trans_b,
                                  impl);
   return c;
 }
 
 // In place: C = alpha · op(A) · op(B) + beta · C, C shaped as matmul(A, B) would return it. The
 // defaults accumulate (C += op(A) · op(B)), as a backward pass adds into a gradient.
-template <class Space>
+template <class Space, class Tune = kernels::Tuning<Space>>
 void matmul_accumulate(const Tensor<Space>& c, const Tensor<Space>& a, const Tensor<Space>& b, bool trans_a = false,
                        bool trans_b = false, float alpha = 1.0f, float beta = 1.0f,
                        MatmulImpl impl = MatmulImpl::portable) {
@@ -53,14 +53,14 @@ void matmul_accumulate(const Tensor<Space>& c, const Tensor<Space>& a, const Ten
   check_tensor("matmul_accumulate", "C", c, 2, 3);
   require(c.shape() == c_shape, "matmul_accumulate: C has shape ", c.shape(), ", op(A) · op(B) has ",
           c_shape);
-  kernels::matmul_forward<Space>(c.batched_matrices(), a.batched_matrices(), b.batched_matrices(), trans_a, trans_b,
+  kernels::matmul_forward<Space, Tune>(c.batched_matrices(), a.batched_matrices(), b.batched_matrices(), trans_a, trans_b,
                                  alpha, beta, impl);
 }
 
 // Gradients of C = op(A) · op(B), accumulated: dA (shaped as A) += the gradient of A, dB (shaped as B) +=
 // the gradient of B, for dC shaped as C. An undefined (default-constructed) dA or dB is not computed.
 // Deterministic: every product is the portable GEMM with beta = 1 (ptk::kernels::matmul_backward).
-template <class Space>
+template <class Space, class Tune = kernels::Tuning<Space>>
 void matmul_backward(const Tensor<Space>& da, const Tensor<Space>& db, const Tensor<Space>& dc, const Tensor<Space>& a,
                      const Tensor<Space>& b, bool trans_a = false, bool trans_b = false) {
   const Shape c_shape = detail::matmul_shape("matmul_backward", a, b, trans_a, trans_b);
@@ -73,7 +73,7 @@ void matmul_backward(const Tensor<Space>& da, const Tensor<Space>& db, const Ten
   if (db.defined())
     require(db.shape() == b.shape(), "matmul_backward: dB has shape ", db.shape(), " but B has shape ",
             b.shape());
-  kernels::matmul_backward<Space>(da.defined() ? da.batched_matrices() : Tensor3<Space>(),
+  kernels::matmul_backward<Space, Tune>(da.defined() ? da.batched_matrices() : Tensor3<Space>(),
                                   db.defined() ? db.batched_matrices() : Tensor3<Space>(), dc.batched_matrices(),
                                   a.batched_matrices(), b.batched_matrices(), trans_a, trans_b);
 }

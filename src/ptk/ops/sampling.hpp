@@ -20,7 +20,7 @@ inline void check_sampling(const SamplingParams& p) {
   require(p.top_p > 0.0f && p.top_p <= 1.0f, "sample: top_p must be in (0, 1], got ", p.top_p);
 }
 
-template <class Space>
+template <class Space, class Tune = kernels::Tuning<Space>>
 Tensor<Space> sample(const IndexVector<Space>& tokens, const Tensor<Space>& logits, const std::vector<float>& u,
                      const SamplingParams& params) {
   check_tensor("sample", "logits", logits, 1, INT_MAX);
@@ -34,7 +34,7 @@ Tensor<Space> sample(const IndexVector<Space>& tokens, const Tensor<Space>& logi
           " ids for ", rows, " rows of logits (shape ", logits.shape(), ")");
   auto probs = Tensor<Space>::uninitialized(logits.shape(), "ptk::sample_probs");
   const auto draws = Tensor<Space>::from_host({rows}, u);
-  kernels::sample<Space>(tokens, probs.rows(), logits.rows(), draws.flat(), params);
+  kernels::sample<Space, Tune>(tokens, probs.rows(), logits.rows(), draws.flat(), params);
   return probs;
 }
 

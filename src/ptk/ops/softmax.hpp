@@ -6,24 +6,24 @@
 
 namespace ptk::ops {
 
-template <class Space>
+template <class Space, class Tune = kernels::Tuning<Space>>
 Tensor<Space> softmax(const Tensor<Space>& x, float scale = 1.0f, bool causal = false) {
   check_tensor("softmax", "X", x, causal ? 2 : 1, INT_MAX);
   require(!causal || x.dim(-1) == x.dim(-2), "softmax: causal needs the last two dimensions square, got shape ",
           x.shape());
   auto y = Tensor<Space>::uninitialized(x.shape(), "ptk::softmax");
-  kernels::softmax_forward<Space>(y.rows(), x.rows(), scale, causal);
+  kernels::softmax_forward<Space, Tune>(y.rows(), x.rows(), scale, causal);
   return y;
 }
 
 // dX (shaped as Y) += the gradient through Y = softmax(scale · X) of a loss whose gradient at Y is
 // dY. Y is the forward's output; causal needs no argument (masked entries of Y are 0).
-template <class Space>
+template <class Space, class Tune = kernels::Tuning<Space>>
 void softmax_backward(const Tensor<Space>& dx, const Tensor<Space>& y, const Tensor<Space>& dy, float scale = 1.0f) {
   check_tensor("softmax_backward", "Y", y, 1, INT_MAX);
   check_same_shape("softmax_backward", "dY", dy, "Y", y);
   check_same_shape("softmax_backward", "dX", dx, "Y", y);
-  kernels::softmax_backward<Space>(dx.rows(), y.rows(), dy.rows(), scale);
+  kernels::softmax_backward<Space, Tune>(dx.rows(), y.rows(), dy.rows(), scale);
 }
 
 }  // namespace ptk::ops
