@@ -3,7 +3,10 @@
 # streams after the echoed prompt, greedy is repeatable, a seed repeats a sampled text and another seed changes
 # it, speeds are printed; bad prompts, oversize contexts and bad sampling options are refused with one line.
 # ptk op decode_attention against NumPy (float64) on a cache whose unfilled positions hold NaN, and ptk info
-# --model's inference estimate (the GQA cache).
+# --model's inference estimate (the GQA cache), saturated for T = V = 2^32. Refused with one line and exit 2:
+# inputs that are not regular files (/dev/zero, a directory, a fifo, /dev/stdin on a pipe), a temperature whose
+# reciprocal overflows, a NaN weight (before the prompt is echoed), a standard output that cannot be written, and
+# generate under mpirun -np 2.
 # usage: generate_cli_test.sh PTK SOURCE_DIR
 set -u
 ptk=$1 src=$2
@@ -50,6 +53,67 @@ expect_refusal "--top-k -3" "top-k" "$ptk" generate --load "$ck" --top-k -3
 expect_refusal "no --load" "--load" "$ptk" generate --prompt "And"
 expect_refusal "a missing checkpoint" "$dir/none.safetensors" "$ptk" generate --load "$dir/none.safetensors"
 expect_refusal "--prompt and --prompt-file" "excludes" "$ptk" generate --load "$ck" --prompt a --prompt-file "$ck"
+
+# Inputs that are not regular files are refused before they are read: nothing is read without bound, no fifo is
+# waited on (timeout: a hang fails the test instead of stopping it).
+mkdir "$dir/adir"
+mkfifo "$dir/fifo"
+for input in /dev/zero /dev/urandom "$dir/adir" "$dir/fifo"; do
+  expect_refusal "--prompt-file $input" "not a regular file" timeout 60 "$ptk" generate --load "$ck" --prompt-file "$input" --device host
+  expect_refusal "--load $input" "not a regular file" timeout 60 "$ptk" generate --load "$input" --device host
+done
+expect_refusal "--prompt-file /dev/stdin on a pipe" "/dev/stdin: is a fifo" \
+  timeout 60 "$ptk" generate --load "$ck" --prompt-file /dev/stdin --device host < <(echo And)
+printf 'And God' >"$dir/prompt"
+"$ptk" generate --load "$ck" --prompt-file /dev/stdin -n 12 --temperature 0 --device host <"$dir/prompt" >"$dir/g1" 2>"$dir/err" ||
+  fail "--prompt-file /dev/stdin on a regular file: $(cat "$dir/err")"
+[ "$(head -c 7 "$dir/g1")" = "And God" ] || fail "--prompt-file /dev/stdin: $(cat "$dir/g1")"
+head -c 100 "$src/data/kjv_genesis_exodus.txt" >"$dir/long"
+expect_refusal "a prompt file longer than block_size" "100 bytes, more than the limit of 24 bytes" \
+  "$ptk" generate --load "$ck" --prompt-file "$dir/long" --device host
+expect_refusal "--prompt-file ''" "an empty file name" "$ptk" generate --load "$ck" --prompt-file ""
+expect_refusal "--load ''" "an empty file name" "$ptk" generate --load ""
+
+# A temperature whose reciprocal overflows a float (the sampler's 1/T) is refused; the smallest that does not
+# draws the most likely byte every time, as greedy does.
+for t in 2.9e-39 1e-45 1e-50; do
+  expect_refusal "--temperature $t" "1/T overflows a float" "$ptk" generate --load "$ck" --temperature $t --device host
+done
+"$ptk" generate --load "$ck" --prompt "And God" -n 12 --temperature 3e-39 --device host >"$dir/tiny" 2>"$dir/err" ||
+  fail "--temperature 3e-39: $(cat "$dir/err")"
+cmp -s "$dir/tiny" "$dir/g1" || fail "--temperature 3e-39 is not greedy: $(cat "$dir/tiny") vs $(cat "$dir/g1")"
+echo "ok: --temperature 3e-39 draws as greedy"
+
+# A NaN in the weights (a file whose CRC-32s were made again, so only the NaN is wrong) is refused before the prompt
+# is echoed; the same edit without the NaN loads (edit_checkpoint writes what ptk writes).
+edit_checkpoint "$ck" "$dir/same.safetensors" ""
+"$ptk" generate --load "$dir/same.safetensors" --prompt "And God" -n 12 --temperature 0 --device host >"$dir/g2" 2>"$dir/err" ||
+  fail "a checkpoint rewritten by edit_checkpoint: $(cat "$dir/err")"
+cmp -s "$dir/g1" "$dir/g2" || fail "the rewritten checkpoint generates another text"
+edit_checkpoint "$ck" "$dir/nan.safetensors" \
+  "import struct; o = h['h.0.ln_1.weight']['data_offsets'][0]; data[o:o + 4] = struct.pack('<f', float('nan'))"
+expect_refusal "a NaN weight" "tensor 'h.0.ln_1.weight' holds NaN at element 0" \
+  "$ptk" generate --load "$dir/nan.safetensors" --prompt And --device host
+[ ! -s "$dir/out" ] || fail "a NaN weight: refused after the prompt was echoed: $(cat "$dir/out")"
+
+# Standard output that cannot be written is an error, not exit 0.
+expect_stdout_failure "generate" "$ptk" generate --load "$ck" --prompt And -n 5 --device host
+expect_stdout_failure "info" "$ptk" info
+expect_stdout_failure "--help" "$ptk" --help
+
+# Under mpirun (a build with MPI): generate runs once, in one process; two ranks are refused with one line.
+if command -v mpirun >/dev/null && ldd "$ptk" | grep -q libmpi; then
+  OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1 OMPI_MCA_btl_vader_single_copy_mechanism=none \
+    timeout 120 mpirun --oversubscribe -np 2 "$ptk" generate --load "$ck" --prompt And -n 3 --device host >"$dir/out" 2>"$dir/err"
+  rc=$?
+  [ $rc -eq 2 ] || fail "mpirun -np 2 generate: exit status $rc: $(cat "$dir/err")"
+  [ "$(grep -c '^ptk: ' "$dir/err")" -eq 1 ] && grep -q "^ptk: generate runs in one process" "$dir/err" ||
+    fail "mpirun -np 2 generate: $(cat "$dir/err")"
+  [ ! -s "$dir/out" ] || fail "mpirun -np 2 generate printed: $(cat "$dir/out")"
+  echo "ok: mpirun -np 2 generate -> $(grep '^ptk: ' "$dir/err")"
+else
+  echo "note: no mpirun or no MPI in this build; the mpirun refusal did not run"
+fi
 
 # --- ptk op decode_attention against NumPy ------------------------------------------------------------
 /usr/bin/python3 - "$dir" <<'PY' || fail "decode_attention inputs"
@@ -98,4 +162,11 @@ for kv in 8 32; do
   grep "KV cache" "$dir/info" | grep -q "$want" || fail "kv heads $kv: KV cache line $(grep 'KV cache' "$dir/info"), want $want"
 done
 echo "ok: ptk info --model gives the inference estimate"
+# T = V = 2^32: the training logits pass the int64 limit. Every size saturates ("> ..."), none is negative, and
+# neither estimate fits.
+"$ptk" info --model 1,1,1,4294967296,4294967296,1 >"$dir/info" 2>&1 || fail "ptk info, T = V = 2^32: $(cat "$dir/info")"
+! grep -q -- "-[0-9][0-9.]* GiB" "$dir/info" || fail "a negative size: $(grep -- '-[0-9][0-9.]* GiB' "$dir/info")"
+[ "$(grep -c '^  fits  *no: ' "$dir/info")" -eq 2 ] || fail "T = V = 2^32 fits: $(grep fits "$dir/info")"
+grep -q "^  total  *> [0-9.]* GiB" "$dir/info" || fail "the saturated total does not print as '> ...': $(grep total "$dir/info")"
+echo "ok: ptk info --model 1,1,1,2^32,2^32,1 saturates: $(grep -m1 '^  total' "$dir/info" | tr -s ' ')"
 echo "generate_cli: all checks passed"

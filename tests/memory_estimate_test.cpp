@@ -59,6 +59,35 @@ TEST(MemoryEstimate, HugeShapesSaturate) {
   EXPECT_GT(long_block.total_bytes(), std::int64_t{1} << 50);
 }
 
+// T = V = 2^32 (ptk info --model 1,1,1,4294967296,4294967296,1): the training logits pass the int64 limit and
+// saturate, and nothing is negative: the inference workspace, once a saturated count minus 2·B·T·V, is now its own
+// sum (one layer, one position's logits), exact in double.
+TEST(MemoryEstimate, HugeContextAndVocabularySaturateEverywhere) {
+  using ptk::nn::MemoryEstimate;
+  const std::int64_t T = std::int64_t{1} << 32, V = T;
+  const ptk::nn::ModelShape m{1, 1, 1, T, V, 1};
+  const auto t = ptk::nn::estimate_training_memory(m);
+  EXPECT_TRUE(MemoryEstimate::saturated(t.activations));
+  EXPECT_TRUE(MemoryEstimate::saturated(t.activation_bytes));
+  EXPECT_TRUE(MemoryEstimate::saturated(t.total_bytes()));
+  const auto g = ptk::nn::estimate_inference_memory(m);
+  EXPECT_EQ(g.parameter_bytes, 4 * (V + T + 25 + 2));
+  EXPECT_EQ(g.kv_cache_bytes, 4 * 2 * T);
+  EXPECT_EQ(g.workspace_bytes, 4 * (T * 21 + T + T * 5 + 2 * V));
+  EXPECT_EQ(g.total_bytes(), g.parameter_bytes + g.kv_cache_bytes + g.workspace_bytes);
+  // Every part past the limit: each saturates, so does the total, and no sum wraps.
+  const std::int64_t huge = std::int64_t{1} << 62;
+  for (auto arch : {ptk::nn::Arch::gpt2, ptk::nn::Arch::llama}) {
+    const ptk::nn::ModelShape h{huge, 2, huge, huge, huge, huge, arch};
+    const auto e = ptk::nn::estimate_inference_memory(h);
+    EXPECT_TRUE(MemoryEstimate::saturated(e.parameter_bytes));
+    EXPECT_TRUE(MemoryEstimate::saturated(e.kv_cache_bytes));
+    EXPECT_TRUE(MemoryEstimate::saturated(e.workspace_bytes));
+    EXPECT_TRUE(MemoryEstimate::saturated(e.total_bytes()));
+    EXPECT_TRUE(MemoryEstimate::saturated(ptk::nn::estimate_training_memory(h).total_bytes()));
+  }
+}
+
 // The llama count equals the parameters the model actually holds, for kv ratios 1, 2, 4 and an explicit MLP width.
 TEST(MemoryEstimate, LlamaParametersMatchTheModel) {
   for (int kv : {4, 2, 1})

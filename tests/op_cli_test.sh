@@ -1,7 +1,9 @@
 #!/bin/bash
 # ptk op and its registry (src/tools/op_registry.cpp): docs/design.md's op table names exactly the
 # registry's ops (`ptk op --list`), --help lists each with its summary and keys, a run goes through
-# the registry's run function, and bad arguments are refused with one line naming what was wrong.
+# the registry's run function, and bad arguments are refused with one line naming what was wrong: inputs that are
+# not regular files, outputs that are devices, fifos, directories, symbolic links or named twice, and a bad
+# `ptk bench --out`.
 # usage: op_cli_test.sh PTK SOURCE_DIR
 set -u
 ptk=$1 src=$2
@@ -65,4 +67,33 @@ expect_refusal "flag value" "op matmul: trans_b must be 0 or 1, got '2'" \
 expect_refusal "index input" "dtype '<f4' is not supported for ids" \
   "$ptk" op embedding --in "$dir/a.npy" --in "$dir/b.npy" --out "$dir/c.npy"
 [ ! -e "$dir/c.npy.ptk-partial" ] || fail "a refused run left a partial file"
+
+# --- files that are not regular: inputs refused before they are read, outputs before anything is written -----
+mkdir "$dir/adir"
+mkfifo "$dir/fifo"
+for input in /dev/zero "$dir/adir" "$dir/fifo"; do
+  expect_refusal "--in $input" "not a regular file" timeout 60 "$ptk" op gelu --in "$input" --out "$dir/y.npy"
+done
+for output in /dev/null "$dir/fifo" "$dir/adir"; do
+  expect_refusal "--out $output" "cannot write Y: $output: is a" timeout 60 "$ptk" op gelu --in "$dir/a.npy" --out "$output"
+done
+[ -c /dev/null ] && [ -p "$dir/fifo" ] && [ -d "$dir/adir" ] || fail "a refused output was replaced"
+ln -s c.npy "$dir/link.npy"
+expect_refusal "--out a symbolic link" "link.npy: is a symbolic link" "$ptk" op gelu --in "$dir/a.npy" --out "$dir/link.npy"
+[ -L "$dir/link.npy" ] || fail "--out a symbolic link: the link was replaced"
+expect_refusal "--out ''" "(empty path): not a file name" "$ptk" op gelu --in "$dir/a.npy" --out ""
+# Two outputs that are one file (however spelled): the second would replace the first.
+cp "$dir/c.npy" "$dir/o.npy"
+expect_refusal "--out o.npy --out o.npy" "op attention: --out $dir/o.npy (lse) is the same file as --out $dir/o.npy (O)" \
+  "$ptk" op attention --in "$dir/a.npy" --in "$dir/a.npy" --in "$dir/a.npy" --out "$dir/o.npy" --out "$dir/o.npy"
+expect_refusal "the same output spelled twice" "is the same file as" \
+  "$ptk" op attention --in "$dir/a.npy" --in "$dir/a.npy" --in "$dir/a.npy" --out "$dir/o.npy" --out "$dir/adir/../o.npy"
+expect_refusal "a new output spelled twice" "is the same file as" \
+  "$ptk" op attention --in "$dir/a.npy" --in "$dir/a.npy" --in "$dir/a.npy" --out "$dir/n.npy" --out "$dir/./n.npy"
+cmp -s "$dir/c.npy" "$dir/o.npy" && [ ! -e "$dir/n.npy" ] || fail "a refused run wrote an output"
+
+# --- ptk bench --out: one line, before anything runs or is created ----------------------------------------
+touch "$dir/file"
+expect_refusal "bench --out under a regular file" "bench: --out $dir/file/sub: Not a directory" "$ptk" bench --out "$dir/file/sub"
+expect_refusal "bench --out /dev/null" "bench: --out /dev/null: /dev/null is not a directory" "$ptk" bench --out /dev/null
 echo "PASS"

@@ -2,7 +2,8 @@
 # ptk train end to end: a short run saves a checkpoint; --load --eval-only reproduces its val loss; PyTorch
 # (scripts/gpt_val_loss.py, an independent implementation) reproduces it from the file alone; truncated,
 # corrupted and foreign checkpoints and bad options are refused with one line and exit status 2. The same for a
-# short --arch llama run (grouped-query, 2 kv heads), and the refusals of the architecture options.
+# short --arch llama run (grouped-query, 2 kv heads), and the refusals of the architecture options. Crafted
+# checkpoints (a hostile n_layer, checksums deleted) and inputs that are not regular files are refused at once.
 # usage: train_cli_test.sh PTK SOURCE_DIR
 set -u
 ptk=$1 src=$2
@@ -78,5 +79,35 @@ expect_refusal "--kv-heads disagreeing with the checkpoint" "n_kv_head" \
 "$ptk" info --model 1,4,16,16,72 --arch llama --kv-heads 2 --device host >"$dir/info" 2>&1 || fail "info --arch llama: $(cat "$dir/info")"
 grep -q "llama model L=1 H=4 kv_heads=2" "$dir/info" || fail "info: no llama line: $(cat "$dir/info")"
 
+# Crafted checkpoints (edit_checkpoint in cli_checks.sh writes both CRC-32s again, so the edit alone is wrong).
+# A config whose tensor count the file does not hold is refused at once: n_layer 10^7 or 2^30 builds no list of
+# 10^8 names (it took 16 GB and 113 s), for train and generate alike.
+for layers in 10000000 1073741824; do
+  edit_checkpoint "$dir/ck.safetensors" "$dir/hostile.safetensors" "h['__metadata__']['n_layer'] = '$layers'"
+  expect_refusal "n_layer $layers (train)" "holds 16 tensors, but a gpt2 model of n_layer $layers has" \
+    timeout 60 "$ptk" train --load "$dir/hostile.safetensors" --eval-only --device host
+  expect_refusal "n_layer $layers (generate)" "holds 16 tensors, but a gpt2 model of n_layer $layers has" \
+    timeout 60 "$ptk" generate --load "$dir/hostile.safetensors" --device host
+done
+# A file with ptk's metadata whose checksums were deleted or renamed (so that io would check none) is refused.
+edit_checkpoint "$dir/ck.safetensors" "$dir/edited.safetensors" "" "del m['header_crc32']"
+expect_refusal "header_crc32 deleted" "no 'header_crc32' checksum" "$ptk" train --load "$dir/edited.safetensors" --eval-only
+edit_checkpoint "$dir/ck.safetensors" "$dir/edited.safetensors" "" "m['header_crc3x'] = m.pop('header_crc32'); m['crcxx'] = m.pop('crc32')"
+expect_refusal "both checksums renamed" "no 'crc32' checksum" "$ptk" generate --load "$dir/edited.safetensors"
+edit_checkpoint "$dir/ck.safetensors" "$dir/edited.safetensors" ""  # the same edit with the checksums kept loads
+"$ptk" train --load "$dir/edited.safetensors" --eval-only --device host >"$dir/eval" 2>&1 || fail "a rewritten checkpoint: $(cat "$dir/eval")"
+[ "$(val_loss "$dir/eval")" = "$trained" ] || fail "the rewritten checkpoint gives val loss $(val_loss "$dir/eval")"
+# Inputs that are not regular files, refused before they are opened.
+mkdir "$dir/adir"
+mkfifo "$dir/fifo"
+for input in /dev/zero "$dir/adir" "$dir/fifo"; do
+  expect_refusal "--load $input" "not a regular file" timeout 60 "$ptk" train --load "$input" --eval-only --device host
+  expect_refusal "--data $input" "not a regular file" timeout 60 "$ptk" train --data "$input" --steps 1 --device host
+done
+expect_refusal "--load ''" "an empty file name" "$ptk" train --load "" --eval-only
+
 "$ptk" train --help >/dev/null || fail "--help"
+# The top-level usage lists train's architecture options.
+"$ptk" --help | sed -n '/^  ptk train/,/^  ptk generate/p' >"$dir/usage"
+grep -q -- "--arch gpt2|llama" "$dir/usage" && grep -q -- "--kv-heads N" "$dir/usage" || fail "ptk --help: train lacks --arch or --kv-heads"
 echo "PASS"

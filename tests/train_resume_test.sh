@@ -7,8 +7,10 @@
 #      left behind loads (or, before the first save, there is none), and the run continued from it after
 #      every kill still ends bitwise on the reference: no kill ever left a mixed or partial pair.
 #   4. Refusals, one line and exit 2: a missing or foreign training state, a flipped header field, hostile
-#      sizes, bad option values, an unwritable --save path (before training), a write beyond the file-size
-#      limit (a full disk); --eval-only --save leaves the model alone, no stale state beside it.
+#      sizes, bad option values, an unwritable --save path (before training), a --save that is a device, a fifo,
+#      a symbolic link or empty (left as they were), a second run saving to the checkpoint a running one saves to,
+#      a write beyond the file-size limit (a full disk); --eval-only --save leaves the model alone, no stale state
+#      beside it.
 # The text is the first 40 kB of the KJV (a validation split of 4 kB keeps the evaluations cheap in the
 # sanitizer build).
 # usage: train_resume_test.sh PTK SOURCE_DIR
@@ -128,7 +130,7 @@ expect_refusal "--width 100000 --layers 100" "needs about" "$ptk" train --width 
 expect_refusal "--width 8192" "needs about" "$ptk" train --width 8192 --device host
 expect_refusal "--block 2147483647" "not a whole number in \[1, 1048576\]" "$ptk" train --block 2147483647 --device host
 expect_refusal "--block 1048576" "fewer than one window" "$ptk" train --block 1048576 --device host
-expect_refusal "--data /dev/zero" "larger than the limit" "$ptk" train --data /dev/zero --device host
+expect_refusal "--data /dev/zero" "/dev/zero: is a character device, not a regular file" "$ptk" train --data /dev/zero --device host
 expect_refusal "--lr nan" "not a finite number > 0" "$ptk" train --lr nan --device host
 expect_refusal "--lr inf" "not a finite number > 0" "$ptk" train --lr inf --device host
 expect_refusal "--lr -1" "lr" "$ptk" train --lr -1 --device host
@@ -138,6 +140,20 @@ expect_refusal "--batch 0" "not a whole number in \[1," "$ptk" train --batch 0 -
 expect_refusal "--steps 1.5" "not a whole number" "$ptk" train --steps 1.5 --device host
 expect_refusal "--save into a missing directory" "is not there" "$ptk" train --steps 5 --save /nonexistent/dir/x.safetensors --device host
 expect_refusal "--save a directory" "is a directory" "$ptk" train --steps 5 --save "$dir" --device host
+# Outputs that are not regular files are refused before training, and left as they were: a device (as root the
+# rename would have turned /dev/null into a regular file), a fifo, a symbolic link (the rename would replace the
+# link, not write its target), an empty name (it trained and saved nothing).
+expect_refusal "--save /dev/null" "/dev/null: is a character device, not a regular file" "$ptk" train --steps 5 --save /dev/null --device host
+[ -c /dev/null ] || fail "--save /dev/null: /dev/null is no longer a character device"
+! ls /dev/null.* >/dev/null 2>&1 || fail "--save /dev/null left $(ls /dev/null.*)"
+mkfifo "$dir/fifo"
+expect_refusal "--save a fifo" "is a fifo (named pipe), not a regular file" timeout 60 "$ptk" train --steps 5 --save "$dir/fifo" --device host
+[ -p "$dir/fifo" ] || fail "--save a fifo: it was replaced"
+ln -s ref.safetensors "$dir/link.safetensors"
+expect_refusal "--save a symbolic link" "is a symbolic link" "$ptk" train --steps 5 --save "$dir/link.safetensors" --device host
+[ -L "$dir/link.safetensors" ] && [ "$(crc "$dir/ref.safetensors")" = "$(crc "$dir/link.safetensors")" ] || fail "--save a link: changed"
+expect_refusal "--save ''" "an empty file name" "$ptk" train --steps 5 --save "" --device host
+expect_refusal "--log a fifo" "--log $dir/fifo: is a fifo" timeout 60 "$ptk" train --steps 5 --log "$dir/fifo" --device host
 expect_refusal "--weights-only alone" "needs --load" "$ptk" train --weights-only --device host
 expect_refusal "--save-every alone" "needs --save" "$ptk" train --save-every 5 --device host
 # A full disk: writes beyond 16 KiB fail (EFBIG); the save fails with one line, nothing partial is left.
@@ -148,6 +164,21 @@ mkdir "$dir/full"
   fail "full disk: exit $rc: $(cat "$dir/err")"
 [ -z "$(ls -A "$dir/full")" ] || fail "full disk: left $(ls -A "$dir/full")"
 echo "ok: a full disk -> $(cat "$dir/err"), nothing left behind"
+# Two runs saving to one checkpoint: the second refuses at start (the name spelled another way too) and the first
+# goes on and saves; its lock file goes with it, and the next run takes the name.
+"$ptk" train "${base[@]}" --steps 100000 --save "$dir/l.safetensors" --log "$dir/l.jsonl" >"$dir/l.out" 2>&1 &
+pid=$!
+wait_for_step "$dir/l.jsonl" 1 $pid
+expect_refusal "a second run saving to the same checkpoint" "l.safetensors: in use by another ptk process (pid $pid)" \
+  "$ptk" train "${base[@]}" --steps 5 --save "$dir/./l.safetensors"
+kill -TERM $pid
+wait $pid; rc=$?
+[ $rc -eq 143 ] && grep -q "stopped by SIGTERM after step [0-9]* of 100000: saved" "$dir/l.out" ||
+  fail "the first run, exit $rc: $(tail -2 "$dir/l.out")"
+[ ! -e "$dir/.l.safetensors.lock" ] || fail "the lock file was left behind"
+"$ptk" train --load "$dir/l.safetensors" --eval-only --save "$dir/l.safetensors" --data "$dir/text" --device host >"$dir/out" 2>&1 ||
+  fail "a run after the first one ended cannot save there: $(cat "$dir/out")"
+echo "ok: two runs saving to one checkpoint: the second refused, the first saved, the name free again after it"
 # On resume, another text gets a warning, and a run setting given with another value is a printed change.
 head -c 39000 "$dir/text" >"$dir/text2"
 "$ptk" train --load "$dir/ref.safetensors" --data "$dir/text2" --batch 8 --device host >"$dir/out" 2>&1 || fail "resume with changes: $(cat "$dir/out")"

@@ -9,7 +9,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <sstream>
@@ -17,6 +20,7 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "ptk/io/atomic_file.hpp"
 
 namespace ptk::tools {
 namespace {
@@ -55,6 +59,30 @@ int run_process(const std::vector<std::string>& argv, std::string* captured = nu
   return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 }
 
+// --out DIR, before anything runs: the deepest part of it that exists must be a directory (DIR itself, or the
+// parent its missing part is created in, writable), else one line. Nothing is created here.
+void check_output_directory(const std::string& dir) {
+  if (dir.empty()) throw UsageError{"bench: --out needs a directory name, got ''"};
+  std::string at = dir;
+  struct stat st {};
+  while (::stat(at.c_str(), &st) != 0) {
+    if (errno != ENOENT) throw UsageError{"bench: --out " + dir + ": " + std::strerror(errno)};
+    const std::string parent = io::directory_of(at);
+    if (parent == at) break;
+    at = parent;
+  }
+  if (!S_ISDIR(st.st_mode))
+    throw UsageError{"bench: --out " + dir + ": " + at + " is not a directory"};
+  if (::access(at.c_str(), W_OK) != 0) throw UsageError{"bench: --out " + dir + ": " + at + ": " + std::strerror(errno)};
+}
+
+// Creates DIR/raw (and the parents); one line when it cannot.
+void make_directories(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw UsageError{"bench: cannot create " + dir + ": " + ec.message()};
+}
+
 std::string regex_escape(const std::string& s) {
   std::string out;
   for (char ch : s) {
@@ -86,12 +114,13 @@ int bench_command(const Args& args, const std::string& self_dir) {
   }
   if (repetitions.empty() || repetitions.find_first_not_of("0123456789") != std::string::npos || std::stoi(repetitions) < 1)
     throw UsageError{"bench: --repetitions needs a positive integer, got '" + repetitions + "'"};
+  check_output_directory(out);
   const std::string sweeps = self_dir + "/ptk_bench";
   if (!exists(sweeps)) throw UsageError{"bench: " + sweeps + " was not built (configure with PTK_BUILD_BENCHMARKS=ON)"};
   std::string script = PTK_SOURCE_DIR "/scripts/bench_report.py";
   if (!exists(script)) script = PTK_INSTALL_DATADIR "/bench_report.py";
   if (!exists(script)) throw UsageError{"bench: the report script bench_report.py is neither in the source tree nor installed"};
-  if (run_process({"mkdir", "-p", out + "/raw"}) != 0) throw UsageError{"bench: cannot create " + out + "/raw"};
+  make_directories(out + "/raw");
 
   std::vector<std::string> common{sweeps};
   if (quick) common.push_back("--quick");

@@ -71,6 +71,30 @@ inline CLI::Validator finite_in(double lo, double hi, const std::string& bounds)
       what);
 }
 
+// A sampling temperature: 0 (greedy) or a finite number in (0, 1e6] whose reciprocal is finite in float, as the
+// sampler computes it. Below about 2.94e-39 the reciprocal overflows (every logit but the largest's becomes NaN
+// or -inf, and the draw picks the last byte forever); such a temperature is refused, not quietly made greedy.
+inline CLI::Validator temperature() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(text.c_str(), &end);
+        if (text.empty() || *end != '\0' || !std::isfinite(v) || v < 0 || v > 1e6)
+          return "'" + text + "' is not a number in [0, 1e6]";
+        const float t = static_cast<float>(v);
+        if (v > 0 && !(t > 0 && std::isfinite(1.0f / t)))
+          return "'" + text + "' is too small: 1/T overflows a float (the smallest is about 2.94e-39; 0 is greedy)";
+        return "";
+      },
+      "0 (greedy) or a number in [2.94e-39, 1e6]");
+}
+
+// A file name, when the option is given: "--save ''" would silently mean "no file".
+inline CLI::Validator file_name() {
+  return CLI::Validator([](std::string& text) -> std::string { return text.empty() ? "an empty file name" : ""; },
+                        "FILE");
+}
+
 // Parses `args` (as main received them) into `app`. Returns true when --help was asked for and printed (the
 // command then exits 0); a bad command line is a UsageError "<command>: <what> (ptk <command> --help ...)".
 inline bool parse_command_line(CLI::App& app, const std::vector<std::string>& args, const std::string& command) {

@@ -4,7 +4,6 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
-#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
@@ -13,6 +12,7 @@
 #include "cli_checks.hpp"
 #include "commands.hpp"
 #include "device_memory.hpp"
+#include "ptk/io/atomic_file.hpp"
 #include "ptk/nn/checkpoint.hpp"
 #include "ptk/core/allocate.hpp"
 #include "ptk/nn/inference.hpp"
@@ -31,12 +31,14 @@ struct Options {
   std::uint64_t seed = 1337;
 };
 
-std::string read_prompt_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UsageError{"generate: cannot open --prompt-file " + path};
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+// The prompt's bytes, at most the model's block_size of them (a longer prompt cannot run); a file that is not a
+// regular one (/dev/zero, a fifo, a directory) is refused before it is read.
+std::string read_prompt_file(const std::string& path, int block_size) {
+  try {
+    return io::read_regular_file(path, static_cast<std::uint64_t>(block_size));
+  } catch (const io::FileError& e) {
+    throw UsageError{"generate: --prompt-file " + std::string(e.what())};
+  }
 }
 
 // The prompt's ids; a byte the model never saw is refused with its value and offset.
@@ -69,13 +71,14 @@ std::string rate(int tokens, double seconds) {
 int generate_command(const Args& args) {
   Options o;
   CLI::App app{"Generate text from a checkpoint of ptk train, with a KV cache.", "ptk generate"};
-  app.add_option("--load", o.load, "the checkpoint (its model file)")->required();
+  app.add_option("--load", o.load, "the checkpoint (its model file)")->required()->check(file_name());
   auto* prompt = app.add_option("--prompt", o.prompt, "the text to continue (default: a newline)");
-  app.add_option("--prompt-file", o.prompt_file, "read the prompt from FILE")->excludes(prompt);
+  app.add_option("--prompt-file", o.prompt_file, "read the prompt from FILE (a regular file)")
+      ->excludes(prompt)->check(file_name());
   auto* n = app.add_option("-n", o.n, "bytes to generate (at most block_size + 1 - the prompt's length)")
                 ->capture_default_str()->check(whole_number(0, 1 << 30));
   app.add_option("--temperature", o.temperature, "0: greedy; below 1 sharper, above 1 flatter")
-      ->capture_default_str()->check(finite_in(0, 1e6, "[0, 1e6]"));
+      ->capture_default_str()->check(temperature());
   app.add_option("--top-k", o.top_k, "draw from the K most likely (0: no limit; ties with the K-th kept)")
       ->capture_default_str()->check(whole_number(0, 1 << 30));
   app.add_option("--top-p", o.top_p, "draw from the smallest most-likely set of probability >= P (1: no limit)")
@@ -88,7 +91,7 @@ int generate_command(const Args& args) {
   const ag::Device device = ag::parse_device(o.device);
   const nn::Checkpoint checkpoint = nn::load_checkpoint(o.load, /*with_training_state=*/false);
   const nn::GptConfig& config = checkpoint.config;
-  std::string text = !o.prompt_file.empty() ? read_prompt_file(o.prompt_file) : o.prompt;
+  std::string text = !o.prompt_file.empty() ? read_prompt_file(o.prompt_file, config.block_size) : o.prompt;
   if (text.empty()) {
     if (!checkpoint.vocab.contains('\n'))
       throw UsageError{"generate: the model's vocabulary has no newline to start from; give --prompt"};
@@ -122,10 +125,11 @@ int generate_command(const Args& args) {
   options.seed = o.seed;
   const SampleStream stream(isatty(STDOUT_FILENO) != 0);
   for (unsigned char c : text) stream(c);
-  std::fflush(stdout);
+  check_stdout("generate");
   const auto stats = nn::generate(model, ids, 1, options,
                                   [&](int, int token) { stream(checkpoint.vocab.byte(token)); });
   std::cout << std::endl;
+  check_stdout("generate");
   std::cerr << "prefill: " << rate(stats.prompt_tokens, stats.prefill_seconds) << "; decode: "
             << rate(std::max(0, stats.new_tokens - 1), stats.decode_seconds) << "; " << ag::describe(device) << '\n';
   return 0;

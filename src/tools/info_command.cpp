@@ -122,6 +122,18 @@ std::string grouped(std::int64_t n) {
   return s;
 }
 
+// A size or count of the estimate; one past the int64 limit (saturated) prints as "> <the limit>".
+std::string gib_of(std::int64_t bytes) {
+  return nn::MemoryEstimate::saturated(bytes) ? "> " + gib(static_cast<double>(bytes)) : gib(static_cast<double>(bytes));
+}
+std::string count_of(std::int64_t n) { return nn::MemoryEstimate::saturated(n) ? "> " + grouped(n) : grouped(n); }
+
+// "yes: 1.00 GiB of 2.00 GiB (where)"; a saturated total never fits.
+std::string fits(std::int64_t total, double available, const std::string& where) {
+  const bool yes = !nn::MemoryEstimate::saturated(total) && static_cast<double>(total) <= available;
+  return std::string(yes ? "yes" : "no") + ": " + gib_of(total) + " of " + gib(available) + " (" + where + ")";
+}
+
 void row(const std::string& key, const std::string& value) {
   std::cout << "  " << key << std::string(key.size() < 26 ? 26 - key.size() : 1, ' ') << value << '\n';
 }
@@ -246,23 +258,21 @@ int info_command(const Args& args, bool kokkos_started) {
                       : "")
               << " C=" << model_shape.channels << " T=" << model_shape.context << " V=" << model_shape.vocab
               << " B=" << model_shape.batch << " (float32, AdamW; formulas in src/ptk/nn/memory_estimate.hpp)\n";
-    row("parameters", grouped(e.parameters) + " = " + gib(static_cast<double>(e.parameter_bytes)));
-    row("gradients", gib(static_cast<double>(e.gradient_bytes)));
-    row("AdamW state (m, v)", gib(static_cast<double>(e.optimizer_bytes)));
-    row("activations", grouped(e.activations) + " = " + gib(static_cast<double>(e.activation_bytes)));
-    row("activation gradients", gib(static_cast<double>(e.activation_gradient_bytes)));
-    row("total", gib(static_cast<double>(e.total_bytes())));
-    row("fits", std::string(static_cast<double>(e.total_bytes()) <= available ? "yes" : "no") + ": " +
-                    gib(static_cast<double>(e.total_bytes())) + " of " + gib(available) + " (" + where + ")");
+    row("parameters", count_of(e.parameters) + " = " + gib_of(e.parameter_bytes));
+    row("gradients", gib_of(e.gradient_bytes));
+    row("AdamW state (m, v)", gib_of(e.optimizer_bytes));
+    row("activations", count_of(e.activations) + " = " + gib_of(e.activation_bytes));
+    row("activation gradients", gib_of(e.activation_gradient_bytes));
+    row("total", gib_of(e.total_bytes()));
+    row("fits", fits(e.total_bytes(), available, where));
     const auto g = nn::estimate_inference_memory(model_shape);
     std::cout << "\nInference memory (ptk generate, KV cache of B=" << model_shape.batch << " x T=" << model_shape.context
               << " positions)\n";
-    row("weights", gib(static_cast<double>(g.parameter_bytes)));
-    row("KV cache", gib(static_cast<double>(g.kv_cache_bytes)));
-    row("workspace (prefill)", gib(static_cast<double>(g.workspace_bytes)));
-    row("total", gib(static_cast<double>(g.total_bytes())));
-    row("fits", std::string(static_cast<double>(g.total_bytes()) <= available ? "yes" : "no") + ": " +
-                    gib(static_cast<double>(g.total_bytes())) + " of " + gib(available) + " (" + where + ")");
+    row("weights", gib_of(g.parameter_bytes));
+    row("KV cache", gib_of(g.kv_cache_bytes));
+    row("workspace (prefill)", gib_of(g.workspace_bytes));
+    row("total", gib_of(g.total_bytes()));
+    row("fits", fits(g.total_bytes(), available, where));
   }
 
   if (verbose) {

@@ -4,12 +4,14 @@
 // only once all of them are written, so a failed run leaves no output file behind.
 #include <Kokkos_Core.hpp>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <map>
@@ -17,6 +19,7 @@
 
 #include "commands.hpp"
 #include "op_registry.hpp"
+#include "ptk/io/atomic_file.hpp"
 #include "ptk/io/npy.hpp"
 
 namespace ptk::tools {
@@ -60,6 +63,34 @@ void write_all(const std::vector<std::string>& paths, const std::vector<io::NpyA
   } catch (...) {
     for (const auto& t : temps) std::remove(t.c_str());
     throw;
+  }
+}
+
+// The file an output names: its device and inode when it exists (any spelling, hard links too), else the real
+// path of its directory and its name.
+std::string file_identity(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) return std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino);
+  char resolved[PATH_MAX];
+  const std::string dir = io::directory_of(path);
+  return (::realpath(dir.c_str(), resolved) != nullptr ? std::string(resolved) : dir) + "/" + io::file_name_of(path);
+}
+
+// Every --out may be written (io::check_can_write: a regular file or a new name in a writable directory; not a
+// device, a directory or a symbolic link), and no two name one file: the later would replace the earlier
+// (attention's O by its lse).
+void check_outputs(const OpEntry& op, const std::vector<std::string>& outputs, const std::string& where) {
+  std::map<std::string, std::size_t> seen;
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    try {
+      io::check_can_write(outputs[i]);
+    } catch (const io::FileError& e) {
+      throw UsageError{where + "cannot write " + op.outputs[i].name + ": " + e.what()};
+    }
+    const auto [first, fresh] = seen.emplace(file_identity(outputs[i]), i);
+    if (!fresh)
+      throw UsageError{where + "--out " + outputs[i] + " (" + op.outputs[i].name + ") is the same file as --out " +
+                       outputs[first->second] + " (" + op.outputs[first->second].name + ")"};
   }
 }
 
@@ -135,12 +166,7 @@ int op_command(const Args& args) {
     throw UsageError{where + "expects " + std::to_string(required) + " to " + std::to_string(op.outputs.size()) +
                      " --out (" + join(names(op.outputs)) + "; the last optional), got " + std::to_string(outputs.size())};
   }
-  for (std::size_t i = 0; i < outputs.size(); ++i) {
-    const auto slash = outputs[i].find_last_of('/');
-    const auto dir = slash == std::string::npos ? std::string(".") : outputs[i].substr(0, slash + 1);
-    if (access(dir.c_str(), W_OK) != 0)
-      throw UsageError{where + "cannot write " + op.outputs[i].name + " to " + outputs[i] + ": " + std::strerror(errno)};
-  }
+  check_outputs(op, outputs, where);
   const Settings settings(op, values);
 
   HostInputs arrays;

@@ -2,7 +2,10 @@
 #include <Kokkos_Core.hpp>
 
 #include <csignal>
+#include <cerrno>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <iostream>
 #include <optional>
@@ -31,16 +34,20 @@ const char* const kUsage = R"(usage:
                                              benchmark sweeps, one process per implementation
                                              -> DIR/report.md, DIR/*.png, DIR/bench.json
   ptk train [--data FILE] [--steps N] [--batch B] [--block T] [--layers L] [--heads H] [--width C]
+            [--arch gpt2|llama] [--kv-heads N]
             [--lr LR] [--seed S] [--save CKPT] [--save-every N] [--load CKPT] [--weights-only]
             [--eval-every N] [--log FILE] [--eval-only] [--sample N] [--device host|default]
             [--shard-optimizer] [--bucket-mb MB] [--overlap-comm]
-                                             train a GPT-2-style byte-level model (ptk train --help);
+                                             train a GPT-2 or (--arch llama, grouped-query with
+                                             --kv-heads) Llama byte-level model (ptk train --help);
                                              --load CKPT continues a saved run bit for bit;
                                              mpirun -np N ptk train ...: data parallel over N ranks
   ptk generate --load CKPT [--prompt TEXT | --prompt-file F] [-n N] [--temperature T] [--top-k K]
                [--top-p P] [--seed S] [--device host|default]
                                              stream text from a checkpoint (KV cache; ptk generate --help)
-Exit status: 0 on success, 2 on bad input (one-line message on stderr).
+Inputs must be regular files; outputs regular files or new names (not devices, directories or symbolic links).
+Exit status: 0 on success, 2 on bad input (one-line message on stderr), also when standard output cannot be
+written (a full disk, /dev/full).
 )";
 
 // The one line an error ends with. On a rank of a data-parallel job it names the rank and ends the whole job
@@ -55,6 +62,16 @@ int fail(const std::string& line, int status) {
   return status;
 }
 
+// What a command printed must reach its destination: a write to standard output that failed (a full disk,
+// /dev/full) turns a successful status into 2, with one line. (After MPI has ended: no rank prefix, no abort.)
+int flush_stdout(int status) {
+  std::cout.flush();
+  if ((std::fflush(stdout) == 0 && std::ferror(stdout) == 0 && std::cout) || status != 0) return status;
+  const int err = errno;
+  std::cerr << "ptk: cannot write to standard output: " << std::strerror(err != 0 ? err : EIO) << '\n';
+  return 2;
+}
+
 std::string executable_dir() {
   char buf[4096];
   const auto n = readlink("/proc/self/exe", buf, sizeof buf - 1);
@@ -63,9 +80,8 @@ std::string executable_dir() {
   return path.substr(0, path.find_last_of('/'));
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+// Runs the command; main then checks that its output was written.
+int run_command(int argc, char** argv) {
   // Before Kokkos starts (no OMP_PROC_BIND warning); ptk bench's processes inherit the setting.
   ptk::runtime::set_openmp_defaults();
   ptk::runtime::keep_freed_memory();
@@ -86,10 +102,15 @@ int main(int argc, char** argv) {
     else args.push_back(argv[i]);
   }
   int kokkos_argc = static_cast<int>(kokkos_argv.size());
-  // MPI starts before Kokkos and ends after it; only `train` runs data parallel (mpirun -np N ptk train ...).
+  // MPI starts before Kokkos and ends after it; only `train` runs data parallel (mpirun -np N ptk train ...). Any
+  // other command under mpirun -np N > 1 would run N times: every rank finds that together, rank 0 says it.
   std::optional<ptk::dist::Session> mpi;
   try {
-    if (command == "train") mpi.emplace(&argc, &argv);
+    if (command != "bench") mpi.emplace(&argc, &argv);
+    if (command != "train" && ptk::dist::Comm::world().distributed())
+      throw ptk::dist::CollectiveError(command + " runs in one process, not one per rank of mpirun -np " +
+                                       std::to_string(ptk::dist::Comm::world().size()) +
+                                       " (only train runs data parallel): run it without mpirun");
     if (command == "bench") {  // runs its own processes, which start Kokkos
       if (const int status = ptk::runtime::check_can_initialize("ptk")) return status;
       return ptk::tools::bench_command(args, executable_dir());
@@ -136,3 +157,7 @@ int main(int argc, char** argv) {
   }
   return 2;
 }
+
+}  // namespace
+
+int main(int argc, char** argv) { return flush_stdout(run_command(argc, argv)); }

@@ -1,11 +1,14 @@
 #include "train_watch.hpp"
 
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "ptk/io/atomic_file.hpp"
 
 namespace ptk::tools {
 
@@ -49,7 +52,13 @@ std::string clock_text(double seconds) {
   return buf;
 }
 
-TrainLog::TrainLog(const std::string& path) : out_(path, std::ios::app), path_(path) {
+TrainLog::TrainLog(const std::string& path) : path_(path) {
+  try {
+    io::require_regular_file(path);  // appended to, so a link to a file is fine; a fifo would block the open
+  } catch (const io::FileError& e) {
+    throw UsageError{"train: --log " + std::string(e.what())};
+  }
+  out_.open(path, std::ios::app);
   if (!out_) throw UsageError{"train: --log " + path + ": cannot open it for appending"};
 }
 
@@ -66,6 +75,13 @@ void TrainLog::step(const nn::StepReport& r, double ms, double tokens_per_s, dou
   if (val_loss) line["val_loss"] = *val_loss;
   out_ << line.dump() << '\n' << std::flush;
   if (!out_) throw UsageError{"train: --log " + path_ + ": cannot write (disk full?)"};
+}
+
+void check_stdout(const std::string& command) {
+  std::cout.flush();
+  if (std::fflush(stdout) == 0 && std::ferror(stdout) == 0 && std::cout) return;
+  const int err = errno;
+  throw UsageError{command + ": cannot write to standard output: " + std::strerror(err != 0 ? err : EIO)};
 }
 
 void SampleStream::operator()(unsigned char byte) const {

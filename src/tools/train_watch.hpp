@@ -48,7 +48,7 @@ class Progress {
 class TrainLog {
  public:
   TrainLog() = default;
-  // Opens path for appending; throws UsageError when it cannot.
+  // Opens path for appending; throws UsageError when it cannot, or when it exists and is not a regular file.
   explicit TrainLog(const std::string& path);
   bool active() const { return out_.is_open(); }
   void header(const std::string& json_object);
@@ -60,6 +60,10 @@ class TrainLog {
   std::ofstream out_;
   std::string path_;
 };
+
+// Throws UsageError "<command>: cannot write to standard output: <reason>" once a write to it has failed (a full
+// disk, /dev/full): a command that streams its result stops there, before reporting success on stderr.
+void check_stdout(const std::string& command);
 
 // Writes the bytes of a --sample as they come; on a terminal, control bytes other than newline and tab (and
 // DEL) are shown as \xNN so a sampled escape sequence cannot drive the terminal.

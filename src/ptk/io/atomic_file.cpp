@@ -3,12 +3,15 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <new>
 
 namespace ptk::io {
 
@@ -39,6 +42,44 @@ int write_all(int fd, const std::string& bytes) {
     done += static_cast<std::size_t>(n);
   }
   return 0;
+}
+
+// "a directory", "a character device", ... for a file that is not a regular one.
+const char* kind_of(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISFIFO(mode)) return "a fifo (named pipe)";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISLNK(mode)) return "a symbolic link";
+  return "a file of an unknown kind";
+}
+
+[[noreturn]] void not_regular(const std::string& path, mode_t mode) {
+  throw FileError(path + ": is " + kind_of(mode) + ", not a regular file");
+}
+
+// Reads fd to its end, at most max_bytes + 1 bytes (so that a file beyond max_bytes is seen to be).
+std::string read_to_end(int fd, const std::string& path, std::uint64_t size_hint, std::uint64_t max_bytes) {
+  std::string bytes;
+  try {
+    bytes.reserve(static_cast<std::size_t>(std::min(size_hint, max_bytes)));
+    char buf[1 << 16];
+    while (bytes.size() <= max_bytes) {
+      const std::uint64_t room = max_bytes - bytes.size();  // one byte more is read to see a file beyond it
+      const std::size_t want = room >= sizeof buf ? sizeof buf : static_cast<std::size_t>(room) + 1;
+      const ssize_t n = ::read(fd, buf, want);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) fail(path, "cannot read file", errno);
+      if (n == 0) break;
+      bytes.append(buf, static_cast<std::size_t>(n));
+    }
+  } catch (const std::bad_alloc&) {
+    throw FileError(path + ": out of memory reading it (" + std::to_string(bytes.size()) + " bytes read)");
+  } catch (const std::length_error&) {
+    throw FileError(path + ": too large to read into memory");
+  }
+  return bytes;
 }
 
 int sync_directory(const std::string& dir) {
@@ -77,7 +118,54 @@ std::vector<std::string> list_directory(const std::string& dir) {
 
 bool remove_file(const std::string& path) { return ::unlink(path.c_str()) == 0 || errno == ENOENT; }
 
+void require_regular_file(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) not_regular(path, st.st_mode);
+}
+
+std::string read_regular_file(const std::string& path, std::uint64_t max_bytes) {
+  require_regular_file(path);
+  // Non-blocking: were the path swapped for a fifo after the check, the open would not wait for a writer.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) fail(path, "cannot open file", errno);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    const mode_t mode = st.st_mode;
+    ::close(fd);
+    not_regular(path, mode);
+  }
+  const auto size = static_cast<std::uint64_t>(st.st_size);
+  if (size > max_bytes) {
+    ::close(fd);
+    throw FileError(path + ": " + std::to_string(size) + " bytes, more than the limit of " + std::to_string(max_bytes) + " bytes");
+  }
+  std::string bytes;
+  try {
+    bytes = read_to_end(fd, path, size, max_bytes);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  ::close(fd);
+  if (bytes.size() > max_bytes)
+    throw FileError(path + ": grew beyond the limit of " + std::to_string(max_bytes) + " bytes while it was read");
+  return bytes;
+}
+
+void check_output_file(const std::string& path) {
+  if (path.empty()) throw FileError("(empty path): not a file name");
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return;  // a new file
+  if (S_ISLNK(st.st_mode))
+    throw FileError(path + ": is a symbolic link; ptk replaces an output by renaming a new file over its name, which "
+                           "would replace the link, not write its target: name the target instead");
+  if (S_ISDIR(st.st_mode)) throw FileError(path + ": is a directory, not a file name");
+  if (!S_ISREG(st.st_mode))
+    throw FileError(path + ": is " + kind_of(st.st_mode) + ", not a regular file (ptk would replace it with one)");
+}
+
 void write_file_atomically(const std::string& path, const std::string& bytes) {
+  check_output_file(path);
   remove_stale_temporaries(path);
   const std::string temp = temporary_name(path);
   const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
@@ -94,9 +182,8 @@ void write_file_atomically(const std::string& path, const std::string& bytes) {
 }
 
 void check_can_write(const std::string& path) {
-  if (path.empty()) throw FileError("(empty path): not a file name");
+  check_output_file(path);
   struct stat st {};
-  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) throw FileError(path + ": is a directory, not a file name");
   const std::string dir = directory_of(path);
   if (::stat(dir.c_str(), &st) != 0) fail(path, "its directory " + dir + " is not there", errno);
   if (!S_ISDIR(st.st_mode)) throw FileError(path + ": " + dir + " is not a directory");
@@ -105,6 +192,45 @@ void check_can_write(const std::string& path) {
   if (fd < 0) fail(path, "cannot create a file in " + dir, errno);
   ::close(fd);
   ::unlink(probe.c_str());
+}
+
+OutputLock::OutputLock(const std::string& path)
+    : lock_path_(directory_of(path) + "/." + file_name_of(path) + ".lock") {
+  // The holder removes the lock file before it unlocks: a process that opened the old file and locked it after
+  // that finds its name gone (or another file under it) and tries again with the new one.
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    const int fd = ::open(lock_path_.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0) fail(path, "cannot create its lock file " + lock_path_, errno);
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      const int err = errno;
+      char pid[24] = {};
+      const ssize_t n = ::pread(fd, pid, sizeof pid - 1, 0);
+      std::string holder = n > 0 ? std::string(pid, static_cast<std::size_t>(n)) : "";
+      holder = holder.substr(0, holder.find_first_not_of("0123456789"));
+      ::close(fd);
+      if (err != EWOULDBLOCK) fail(path, "cannot lock " + lock_path_, err);
+      throw FileError(path + ": in use by another ptk process" + (holder.empty() ? "" : " (pid " + holder + ")") +
+                      " that writes it (its lock is " + lock_path_ + ")");
+    }
+    struct stat held {}, named {};
+    if (::fstat(fd, &held) == 0 && ::stat(lock_path_.c_str(), &named) == 0 && held.st_dev == named.st_dev &&
+        held.st_ino == named.st_ino) {
+      const std::string pid = std::to_string(::getpid()) + "\n";
+      if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, pid.data(), pid.size(), 0) < 0) {
+        // The lock holds without the pid; a refused process then names no pid.
+      }
+      fd_ = fd;
+      return;
+    }
+    ::close(fd);
+  }
+  throw FileError(path + ": cannot take its lock " + lock_path_ + " (it keeps being replaced)");
+}
+
+OutputLock::~OutputLock() {
+  if (fd_ < 0) return;
+  ::unlink(lock_path_.c_str());
+  ::close(fd_);
 }
 
 int remove_stale_temporaries(const std::string& dir, const std::function<bool(const std::string&)>& is_target) {

@@ -10,7 +10,9 @@
 // file and throws io::FileError naming `path` and the system's reason; `path` keeps its old contents.
 // A process killed mid-write (SIGKILL) cannot clean up: its temporary file is left, and the next write to
 // the same path removes the temporaries of processes that no longer exist.
+#include <cstdint>
 #include <functional>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -23,11 +25,49 @@ class FileError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Refuses (check_output_file) a `path` that exists and is not a regular file before anything is written.
 void write_file_atomically(const std::string& path, const std::string& bytes);
 
-// Throws FileError unless a file can be created at `path` (its directory exists and is writable, and
-// `path` is not a directory): checked before hours of training rather than after.
+// --- What ptk reads and writes: one rule for every command (docs/design.md, "Files ptk reads and writes") ---
+//
+// Inputs are regular files (or symbolic links to one). A directory, a device (/dev/zero, /dev/urandom), a fifo or
+// a socket is refused before it is opened, so nothing is read without bound and nothing waits for a writer.
+// Outputs are regular files or new names. ptk writes an output as a new file renamed over its name, so an output
+// that exists as anything else (a device such as /dev/null, a directory, a fifo) is refused, and so is a symbolic
+// link, which the rename would replace rather than write through (give the link's target instead).
+
+// Throws FileError "<path>: is a <kind>, not a regular file" when `path` exists (following symbolic links) and
+// is not a regular file. A missing path passes: its reader says that it cannot open it. Opens nothing.
+void require_regular_file(const std::string& path);
+
+// The whole contents of the regular file at `path`: refused (FileError) when it is not one (require_regular_file,
+// and again on the file as opened, non-blocking), cannot be opened or read, or holds more than max_bytes (checked
+// before reading; a file that grows while read is cut off at max_bytes + 1 bytes and refused too).
+std::string read_regular_file(const std::string& path,
+                              std::uint64_t max_bytes = std::numeric_limits<std::uint64_t>::max());
+
+// Throws FileError when `path` is empty, is a symbolic link, or exists and is not a regular file. Opens nothing.
+void check_output_file(const std::string& path);
+
+// Throws FileError unless `path` may be written as an output: check_output_file, and a file can be created
+// beside it (its directory exists and is writable). Checked before hours of training rather than after.
 void check_can_write(const std::string& path);
+
+// An output in use. While it lives, this process holds an exclusive lock (flock) on the file
+// "<dir>/.<name>.lock" beside `path`, which holds its pid; it removes the file when it ends. A second ptk that
+// asks for the same output while the first holds it gets FileError "<path>: in use by another ptk process (pid
+// N)". The kernel releases the lock of a process that is killed; its lock file is then reused.
+class OutputLock {
+ public:
+  explicit OutputLock(const std::string& path);
+  ~OutputLock();
+  OutputLock(const OutputLock&) = delete;
+  OutputLock& operator=(const OutputLock&) = delete;
+
+ private:
+  std::string lock_path_;
+  int fd_ = -1;
+};
 
 // Removes ".<name>.tmp-<pid>-<n>" files beside `path` whose process <pid> is gone; returns how many.
 int remove_stale_temporaries(const std::string& path);

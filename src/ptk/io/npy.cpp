@@ -3,12 +3,11 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <limits>
-#include <memory>
 #include <new>
 #include <string_view>
-#include <system_error>
+
+#include "ptk/io/atomic_file.hpp"
 
 namespace ptk::io {
 namespace {
@@ -261,8 +260,6 @@ std::string make_header(const std::vector<std::int64_t>& shape, const std::strin
   fail(name, "cannot write shape with " + std::to_string(shape.size()) + " dimensions: header too large");
 }
 
-using File = std::unique_ptr<std::FILE, int (*)(std::FILE*)>;
-
 }  // namespace
 
 std::string format_shape(const std::vector<std::int64_t>& shape) {
@@ -363,25 +360,16 @@ NpyIndexArray parse_npy_ids(const std::string& bytes, const std::string& name) {
 namespace {
 template <class Parse>
 auto read_file(const std::string& path, Parse parse) {
-  errno = 0;
-  File f(std::fopen(path.c_str(), "rb"), &std::fclose);
-  if (!f) fail(path, std::string("cannot open file: ") + std::strerror(errno));
-
   std::string bytes;
   try {
-    std::error_code ec;  // file_size fails for directories, pipes etc.; then just grow as we read
-    const std::uintmax_t size = std::filesystem::file_size(path, ec);
-    if (!ec) bytes.reserve(static_cast<std::size_t>(size));
-    char buf[1 << 16];
-    std::size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, f.get())) > 0) bytes.append(buf, n);
-    if (std::ferror(f.get())) fail(path, std::string("cannot read file: ") + std::strerror(errno));
-    f.reset();
+    bytes = read_regular_file(path);  // a device, fifo or directory is refused, not read
+  } catch (const FileError& e) {
+    throw NpyError(e.what());
+  }
+  try {
     return parse(bytes, path);
   } catch (const std::bad_alloc&) {
     fail(path, "out of memory reading the file (" + std::to_string(bytes.size()) + " bytes read)");
-  } catch (const std::length_error&) {
-    fail(path, "file is too large to read into memory");
   }
 }
 

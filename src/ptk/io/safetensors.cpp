@@ -230,13 +230,13 @@ Safetensors parse_safetensors(const std::string& bytes, const std::string& name,
 }
 
 Safetensors read_safetensors(const std::string& path, const std::vector<std::string>& required) {
-  errno = 0;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(Kind::unreadable, path, std::string("cannot open file: ") + std::strerror(errno));
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  if (in.bad()) fail(Kind::unreadable, path, "cannot read file");
-  return parse_safetensors(buf.str(), path, required);
+  std::string bytes;
+  try {
+    bytes = read_regular_file(path);  // a device, fifo or directory is refused, not read
+  } catch (const FileError& e) {
+    throw SafetensorsError(Kind::unreadable, e.what());
+  }
+  return parse_safetensors(bytes, path, required);
 }
 
 }  // namespace ptk::io

@@ -3,9 +3,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <map>
 #include <sstream>
+#include <sys/stat.h>
 
 #include "ptk/io/atomic_file.hpp"
 #include "ptk/io/safetensors.hpp"
@@ -18,6 +18,36 @@ using io::SafetensorsError;
 
 SafetensorsError foreign(const std::string& path, const std::string& what) {
   return SafetensorsError(SafetensorsError::Kind::foreign, path + ": not a ptk model checkpoint: " + what);
+}
+
+// io checks the CRC-32s a file has; ptk writes both into every file it saves, so a file that carries ptk's
+// metadata without one of them was edited to pass unchecked.
+void require_checksums(const std::map<std::string, std::string>& meta, const std::string& path) {
+  for (const char* key : {io::kChecksumKey, io::kHeaderChecksumKey})
+    if (meta.count(key) == 0)
+      throw SafetensorsError(SafetensorsError::Kind::corrupted,
+                             path + ": has ptk's metadata but no '" + key + "' checksum (ptk writes both; the file was edited)");
+}
+
+// How many tensors a model of this config has, without listing them: n_layer may be hostile (2^30), and the list
+// of its names would be gigabytes.
+std::int64_t tensor_count(GptConfig c) {
+  const std::int64_t layers = c.n_layer;
+  c.n_layer = 1;
+  const auto one = static_cast<std::int64_t>(parameter_shapes(c).size());
+  c.n_layer = 2;
+  const auto per_layer = static_cast<std::int64_t>(parameter_shapes(c).size()) - one;
+  return one - per_layer + per_layer * layers;
+}
+
+// A weight that is NaN or infinite makes every logit NaN; ptk never saves one.
+void require_finite(const std::vector<std::pair<std::string, std::vector<float>>>& parameters, const std::string& path) {
+  for (const auto& [name, values] : parameters)
+    for (std::size_t i = 0; i < values.size(); ++i)
+      if (!std::isfinite(values[i]))
+        throw SafetensorsError(SafetensorsError::Kind::corrupted,
+                               path + ": tensor '" + name + "' holds " + (std::isnan(values[i]) ? "NaN" : "an infinity") +
+                                   " at element " + std::to_string(i) + ": not a usable model");
 }
 
 std::string join(const std::string& dir, const std::string& name) { return dir == "." ? name : dir + "/" + name; }
@@ -215,10 +245,12 @@ TrainingState load_training_state(const std::string& path, const Checkpoint& ck,
                                   const std::string& crc) {
   TrainingState state;
   state.path = join(io::directory_of(path), ck.state_file);
-  if (!std::ifstream(state.path).good())
+  struct stat st_file {};
+  if (::stat(state.path.c_str(), &st_file) != 0)
     throw unpaired(path, "its training state " + state.path +
                              " is missing (moved, or removed by hand); --weights-only starts a new run from the weights");
   const io::Safetensors st = io::read_safetensors(state.path);
+  require_checksums(st.metadata, state.path);
   const auto got = st.metadata.find(io::kHeaderChecksumKey);
   state.run = parse_run(st.metadata, state.path);
   if (got == st.metadata.end() || got->second != crc || state.run.id != run_id || state.run.step != ck.step)
@@ -247,6 +279,7 @@ TrainingState load_training_state(const std::string& path, const Checkpoint& ck,
 Checkpoint load_checkpoint(const std::string& path, bool with_training_state) {
   const io::Safetensors st = io::read_safetensors(path);
   const auto& meta = st.metadata;
+  if (meta.count("n_layer") || meta.count("vocab")) require_checksums(meta, path);
   Checkpoint ck;
   // A file without "arch" predates the Llama decoder: it is gpt2, and its absent keys take gpt2's defaults.
   if (meta.count("arch")) {
@@ -275,6 +308,12 @@ Checkpoint load_checkpoint(const std::string& path, bool with_training_state) {
   } catch (const Error& e) {
     throw foreign(path, e.what());
   }
+  // The count first: a config of 10^7 layers is refused here, before its names are listed.
+  const std::int64_t expected = tensor_count(ck.config);
+  if (static_cast<std::int64_t>(st.tensors.size()) != expected)
+    throw foreign(path, "it holds " + std::to_string(st.tensors.size()) + " tensors, but a " + to_string(ck.config.arch) +
+                            " model of n_layer " + std::to_string(ck.config.n_layer) + " has " + std::to_string(expected));
+  // As many tensors as the model's, each of them found: no other tensor is left.
   for (const auto& np : parameter_shapes(ck.config)) {
     const auto it = st.tensors.find(np.first);
     if (it == st.tensors.end()) throw foreign(path, "no tensor '" + np.first + "'");
@@ -283,12 +322,7 @@ Checkpoint load_checkpoint(const std::string& path, bool with_training_state) {
                               to_string(np.second));
     ck.parameters.emplace_back(np.first, it->second.data);
   }
-  if (st.tensors.size() != ck.parameters.size())
-    for (const auto& t : st.tensors) {
-      bool known = false;
-      for (const auto& p : ck.parameters) known = known || p.first == t.first;
-      if (!known) throw foreign(path, "unexpected tensor '" + t.first + "'");
-    }
+  require_finite(ck.parameters, path);
   const auto state_file = meta.find("state_file");
   if (state_file != meta.end()) {
     ck.state_file = state_file->second;

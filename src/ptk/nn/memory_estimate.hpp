@@ -54,11 +54,15 @@ struct MemoryEstimate {
                     activation_gradient_bytes);
   }
 
-  // Every count is evaluated in double (exact below 2^53, which covers every model that fits in memory) and
-  // saturates at the int64 maximum, so a hostile shape (--width 100000 --layers 100, --block 2^31 - 1) gives
-  // "does not fit", never an overflowed, negative or wrapped size.
+  // Every count is evaluated in double (exact below 2^53, which covers every model that fits in memory), sums and
+  // differences included, and only the result saturates at the int64 maximum, so a hostile shape (--width 100000
+  // --layers 100, --block 2^31 - 1, T = V = 2^32) gives "does not fit", never an overflowed, negative or wrapped
+  // size. A saturated value means "more than kSaturated": ptk info prints it as "> ...", and it never fits.
   static constexpr std::int64_t kSaturated = std::numeric_limits<std::int64_t>::max();
-  static constexpr std::int64_t saturate(double x) { return x >= 9.2e18 ? kSaturated : static_cast<std::int64_t>(x); }
+  static constexpr std::int64_t saturate(double x) {
+    return x >= 0 && x < 9.2e18 ? static_cast<std::int64_t>(x) : kSaturated;  // NaN (never made) saturates too
+  }
+  static constexpr bool saturated(std::int64_t x) { return x >= kSaturated; }
 };
 
 constexpr std::int64_t gpt2_parameters(const ModelShape& m) {
@@ -66,9 +70,15 @@ constexpr std::int64_t gpt2_parameters(const ModelShape& m) {
   return MemoryEstimate::saturate(V * C + T * C + L * (12 * C * C + 13 * C) + 2 * C);
 }
 
+// The activations (above) of `layers` blocks with the logits of `logit_rows` positions a sequence (T in training, 1
+// in a prefill, which keeps the last position's only), in double.
+constexpr double gpt2_activation_count(const ModelShape& m, double layers, double logit_rows) {
+  const double H = m.heads, C = m.channels, T = m.context, V = m.vocab, B = m.batch;
+  return layers * (B * T * (17 * C + 4) + B * H * T) + B * T * (2 * C + 3) + 2 * B * logit_rows * V;
+}
+
 constexpr std::int64_t gpt2_activations(const ModelShape& m) {
-  const double L = m.layers, H = m.heads, C = m.channels, T = m.context, V = m.vocab, B = m.batch;
-  return MemoryEstimate::saturate(L * (B * T * (17 * C + 4) + B * H * T) + B * T * (2 * C + 3) + 2 * B * T * V);
+  return MemoryEstimate::saturate(gpt2_activation_count(m, static_cast<double>(m.layers), static_cast<double>(m.context)));
 }
 
 // K = kv_heads·D and F (above), in double.
@@ -77,7 +87,10 @@ constexpr double llama_kv_width(const ModelShape& m) {
 }
 constexpr double llama_ffn(const ModelShape& m) {
   if (m.ffn_hidden > 0) return static_cast<double>(m.ffn_hidden);
-  const double two_thirds = static_cast<double>(8 * m.channels / 3);  // 8·C fits in int64 for any shape parsed
+  // floor(8·C/3) exactly where 8·C fits in int64; beyond, in double (a hostile shape: the estimate saturates anyway).
+  const double two_thirds = m.channels <= std::numeric_limits<std::int64_t>::max() / 8
+                                ? static_cast<double>(8 * m.channels / 3)
+                                : 8.0 * static_cast<double>(m.channels) / 3;
   return 32 * static_cast<double>(static_cast<std::int64_t>((two_thirds + 31) / 32));
 }
 
@@ -86,10 +99,14 @@ constexpr std::int64_t llama_parameters(const ModelShape& m) {
   return MemoryEstimate::saturate(2 * V * C + L * (2 * C * C + 2 * K * C + 3 * F * C + 2 * C) + C);
 }
 
-constexpr std::int64_t llama_activations(const ModelShape& m) {
-  const double L = m.layers, H = m.heads, C = m.channels, T = m.context, V = m.vocab, B = m.batch;
+constexpr double llama_activation_count(const ModelShape& m, double layers, double logit_rows) {
+  const double H = m.heads, C = m.channels, T = m.context, V = m.vocab, B = m.batch;
   const double K = llama_kv_width(m), F = llama_ffn(m);
-  return MemoryEstimate::saturate(L * (B * T * (9 * C + 3 * K + 4 * F + 2) + B * H * T) + B * T * (2 * C + 2) + 2 * B * T * V);
+  return layers * (B * T * (9 * C + 3 * K + 4 * F + 2) + B * H * T) + B * T * (2 * C + 2) + 2 * B * logit_rows * V;
+}
+
+constexpr std::int64_t llama_activations(const ModelShape& m) {
+  return MemoryEstimate::saturate(llama_activation_count(m, static_cast<double>(m.layers), static_cast<double>(m.context)));
 }
 
 constexpr MemoryEstimate estimate_training_memory(const ModelShape& m) {
@@ -128,14 +145,12 @@ constexpr InferenceEstimate estimate_inference_memory(const ModelShape& m) {
   constexpr double f = sizeof(float);
   const double L = m.layers, B = m.batch, T = m.context;
   const double K = m.arch == Arch::llama ? llama_kv_width(m) : static_cast<double>(m.channels);
-  ModelShape one_layer = m;
-  one_layer.layers = 1;
-  const double one_layer_activations = static_cast<double>(estimate_training_memory(one_layer).activations);
-  const double V = m.vocab;
+  // One layer, the last position's logits: in double, never from a saturated count (no difference of huge values).
+  const double workspace = m.arch == Arch::llama ? llama_activation_count(m, 1, 1) : gpt2_activation_count(m, 1, 1);
   InferenceEstimate e;
   e.parameter_bytes = estimate_training_memory(m).parameter_bytes;
   e.kv_cache_bytes = MemoryEstimate::saturate(f * 2 * L * B * T * K);
-  e.workspace_bytes = MemoryEstimate::saturate(f * (one_layer_activations - 2 * B * T * V + 2 * B * V));
+  e.workspace_bytes = MemoryEstimate::saturate(f * workspace);
   return e;
 }
 
