@@ -1,0 +1,20 @@
+cmake_minimum_required(VERSION 3.21)
+# ctest `umbrella_header_has_every_op`: src/ptk/ptk.hpp includes every op header (src/ptk/ops/*.hpp but the
+# shared argument checks), so that a new op cannot be left out of what users include.
+# Run as: cmake -DSOURCE=<repo> -P check_umbrella.cmake
+file(READ ${SOURCE}/src/ptk/ptk.hpp umbrella)
+file(GLOB ops RELATIVE ${SOURCE}/src ${SOURCE}/src/ptk/ops/*.hpp)
+set(missing)
+foreach(op IN LISTS ops)
+  if(op STREQUAL "ptk/ops/checks.hpp")
+    continue()
+  endif()
+  string(FIND "${umbrella}" "#include \"${op}\"" at)
+  if(at EQUAL -1)
+    list(APPEND missing ${op})
+  endif()
+endforeach()
+if(missing)
+  message(FATAL_ERROR "src/ptk/ptk.hpp does not include: ${missing}")
+endif()
+message(STATUS "src/ptk/ptk.hpp includes every op header")
