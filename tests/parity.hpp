@@ -39,11 +39,7 @@ using Spaces = std::tuple<
     Kokkos::Serial>;
 
 // One (space, tuning) pair: a test reads `type` (the space) and `tune` (the kernels' tuning).
-template <class S, class T = kernels::Tuning<S>>
-struct Config {
-  using type = S;
-  using tune = T;
-};
+using kernels::Config;
 
 // PTK_DEVICE=host tests only the host spaces, PTK_DEVICE=default only the default space (the GPU
 // in a GPU build); unset, every space.

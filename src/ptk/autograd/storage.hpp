@@ -37,24 +37,12 @@ decltype(auto) on_device(Device d, F&& f) {
   }
 }
 
-// The space and the kernels' tuning of one computation.
-template <class S, class T>
-struct ComputeTag {
-  using type = S;
-  using tune = T;
-};
-
-// Calls f(ComputeTag<S, T>{}) with S the execution space of device d and T its tuning: the space's
-// own, or on OpenMP the GPU tuning when the process runs it (PTK_TUNING=gpu; runtime.hpp).
+// Calls f(kernels::Config<S, T>{}) with S the execution space of device d and T the tuning it runs in
+// this process (kernels::with_tuning; PTK_TUNING=gpu runs the GPU tuning on OpenMP).
 template <class F>
 decltype(auto) on_compute(Device d, F&& f) {
   return on_device(d, [&](auto tag) -> decltype(auto) {
-    using S = typename decltype(tag)::type;
-#if defined(KOKKOS_ENABLE_OPENMP)
-    if constexpr (std::is_same_v<S, Kokkos::OpenMP>)
-      if (runtime::host_runs_gpu_tuning()) return f(ComputeTag<S, kernels::EmulatedGpuTuning>{});
-#endif
-    return f(ComputeTag<S, kernels::Tuning<S>>{});
+    return kernels::with_tuning<typename decltype(tag)::type>(runtime::host_runs_gpu_tuning(), f);
   });
 }
 

@@ -125,9 +125,15 @@ void set_openmp_defaults() {
   setenv("OMP_PROC_BIND", "false", 1);
 }
 
-std::string tuning_from_env(const std::string& program) {
+namespace {
+std::string tuning_setting() {
   const char* t = std::getenv("PTK_TUNING");
-  const std::string tuning = t && *t ? t : "host";
+  return t && *t ? t : "host";
+}
+}  // namespace
+
+std::string tuning_from_env(const std::string& program) {
+  const std::string tuning = tuning_setting();
   if (tuning == "host" || tuning == "gpu") return tuning;
   std::cerr << program << ": PTK_TUNING is '" << tuning << "'; expected host or gpu\n";
   return "";
@@ -135,10 +141,7 @@ std::string tuning_from_env(const std::string& program) {
 
 bool host_runs_gpu_tuning() {
 #if defined(KOKKOS_ENABLE_OPENMP)
-  static const bool gpu = [] {
-    const char* t = std::getenv("PTK_TUNING");
-    return t && std::string(t) == "gpu";
-  }();
+  static const bool gpu = tuning_setting() == "gpu";
   return gpu;
 #else
   return false;

@@ -308,4 +308,23 @@ struct WideHeads : Tune {
 template <class Space>
 using Tuning = typename DefaultTuning<Space>::type;
 
+// One (space, tuning) pair, as the autograd (ag::on_compute) and the parity tests hand it on.
+template <class S, class T = Tuning<S>>
+struct Config {
+  using type = S;
+  using tune = T;
+};
+
+// Calls f(Config<S, T>{}) with T the tuning S runs in this process: its own, or on OpenMP the GPU
+// tuning when `gpu_on_host` (PTK_TUNING=gpu, runtime::host_runs_gpu_tuning()).
+template <class S, class F>
+decltype(auto) with_tuning(bool gpu_on_host, F&& f) {
+#if defined(KOKKOS_ENABLE_OPENMP)
+  if constexpr (std::is_same_v<S, Kokkos::OpenMP>)
+    if (gpu_on_host) return f(Config<S, EmulatedGpuTuning>{});
+#endif
+  (void)gpu_on_host;
+  return f(Config<S>{});
+}
+
 }  // namespace ptk::kernels
