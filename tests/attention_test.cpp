@@ -14,14 +14,43 @@ namespace {
 struct AttentionCase {
   std::int64_t B, H, T, S, D;
   bool causal;
-  float scale = 0;  // 0: the op's default 1/sqrt(D)
+  float scale = 0;    // 0: the op's default 1/sqrt(D)
+  std::int64_t G = 1;  // query heads per kv head (grouped-query attention): K and V have H / G heads
+  std::int64_t Hkv() const { return H / G; }
 };
 
 std::string name(const AttentionCase& c) {
   std::string s = "B" + std::to_string(c.B) + "_H" + std::to_string(c.H) + "_T" + std::to_string(c.T) + "_S" +
                   std::to_string(c.S) + "_D" + std::to_string(c.D) + (c.causal ? "_causal" : "");
   if (c.scale != 0) s += std::string("_scale") + (c.scale < 0 ? "m" : "") + std::to_string(static_cast<int>(std::fabs(c.scale)));
+  if (c.G != 1) s += "_G" + std::to_string(c.G);
   return s;
+}
+
+// The oracle has no groups: kv [B, H/G, S, D] is expanded to [B, H, S, D], each kv head repeated for its G query
+// heads (test code, not the kernels': the kernels index kv head h / G instead of copying).
+std::vector<float> expand_groups(const std::vector<float>& kv, const AttentionCase& c) {
+  if (c.G == 1) return kv;
+  const std::size_t head = static_cast<std::size_t>(c.S * c.D);
+  std::vector<float> out;
+  out.reserve(static_cast<std::size_t>(c.B * c.H) * head);
+  for (std::int64_t h = 0; h < c.B * c.H; ++h) {
+    const auto from = kv.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(h / c.G) * head);
+    out.insert(out.end(), from, from + static_cast<std::ptrdiff_t>(head));
+  }
+  return out;
+}
+
+// The oracle's per-query-head dK (or dV) [B, H, S, D], summed over each group and added to start [B, H/G, S, D].
+std::vector<float> sum_groups(std::vector<float> start, const std::vector<float>& per_head, const AttentionCase& c) {
+  const std::size_t head = static_cast<std::size_t>(c.S * c.D);
+  for (std::int64_t hk = 0; hk < c.B * c.Hkv(); ++hk)
+    for (std::size_t i = 0; i < head; ++i) {
+      double sum = start[static_cast<std::size_t>(hk) * head + i];
+      for (std::int64_t h = hk * c.G; h < (hk + 1) * c.G; ++h) sum += per_head[static_cast<std::size_t>(h) * head + i];
+      start[static_cast<std::size_t>(hk) * head + i] = static_cast<float>(sum);
+    }
+  return start;
 }
 
 // gtest and ctest show the case by its name, not its bytes.
@@ -40,6 +69,9 @@ const std::vector<AttentionCase> kCases = {
     {1, 2, 200, 200, 128, true}, {1, 1, 257, 100, 128, false},  {1, 1, 513, 513, 64, true},
     {1, 2, 255, 255, 64, true},  {1, 2, 150, 150, 64, true, 100}, {1, 2, 150, 90, 64, false, 100},
     {1, 1, 70, 70, 128, true, -60},
+    // Grouped-query attention: G query heads per kv head, at the shapes above that cross the tiles.
+    {1, 4, 17, 17, 8, true, 0, 2},   {2, 6, 130, 130, 64, true, 0, 3}, {1, 8, 1, 200, 64, false, 0, 4},
+    {1, 4, 129, 129, 128, true, 0, 4}, {1, 2, 65, 90, 16, false, 0, 2}, {1, 4, 513, 513, 16, true, 0, 4},
 };
 
 // |scale| · max_{t,j} Σ_d |q_d k_d|: bounds every score's magnitude and its rounding error.
@@ -58,17 +90,18 @@ double score_bound(const std::vector<float>& q, const std::vector<float>& k, con
 
 template <class Space, class Tune>
 void check_attention(const AttentionCase& c, std::vector<float> q, std::vector<float> k, std::vector<float> v) {
-  const Shape q_shape{c.B, c.H, c.T, c.D}, kv_shape{c.B, c.H, c.S, c.D}, lse_shape{c.B, c.H, c.T};
+  const Shape q_shape{c.B, c.H, c.T, c.D}, kv_shape{c.B, c.Hkv(), c.S, c.D}, lse_shape{c.B, c.H, c.T};
   const float scale = c.scale != 0 ? c.scale : 1.0f / std::sqrt(static_cast<float>(c.D));
   std::vector<float> want(q.size()), want_lse(static_cast<std::size_t>(c.B * c.H * c.T));
-  reference::attention_forward(want.data(), want_lse.data(), q.data(), k.data(), v.data(), c.B, c.H, c.T, c.S, c.D,
-                               scale, c.causal);
+  const auto k_all = expand_groups(k, c), v_all = expand_groups(v, c);
+  reference::attention_forward(want.data(), want_lse.data(), q.data(), k_all.data(), v_all.data(), c.B, c.H, c.T, c.S,
+                               c.D, scale, c.causal);
 
   const auto r = ops::attention<Space, Tune>(Tensor<Space>::from_host(q_shape, q), Tensor<Space>::from_host(kv_shape, k),
                                 Tensor<Space>::from_host(kv_shape, v),
                                 c.scale != 0 ? std::optional<float>(c.scale) : std::nullopt, c.causal);
   ASSERT_EQ(r.lse.shape(), lse_shape);
-  const double bound = std::max(1.0, score_bound(q, k, c, scale));
+  const double bound = std::max(1.0, score_bound(q, k_all, c, scale));
   EXPECT_TRUE(all_close(r.out.to_vector(), want, q_shape, tolerance::attention(c.D, c.S, bound)))
       << Space::name() << " out";
   EXPECT_TRUE(all_close(r.lse.to_vector(), want_lse, lse_shape, tolerance::attention_lse(c.D, c.S, bound)))
@@ -80,8 +113,8 @@ class AttentionParity : public ::testing::TestWithParam<AttentionCase> {};
 TEST_P(AttentionParity, Forward) {
   const auto& c = GetParam();
   const auto q = uniform(c.B * c.H * c.T * c.D, -1, 1, name(c) + "q");
-  const auto k = uniform(c.B * c.H * c.S * c.D, -1, 1, name(c) + "k");
-  const auto v = uniform(c.B * c.H * c.S * c.D, -1, 1, name(c) + "v");
+  const auto k = uniform(c.B * c.Hkv() * c.S * c.D, -1, 1, name(c) + "k");
+  const auto v = uniform(c.B * c.Hkv() * c.S * c.D, -1, 1, name(c) + "v");
   for_each_space([&](auto space) { check_attention<typename decltype(space)::type, typename decltype(space)::tune>(c, q, k, v); });
 }
 
@@ -143,6 +176,8 @@ const std::vector<AttentionCase> kBackwardCases = {
     {2, 2, 1, 1, 128, false},     {3, 2, 64, 127, 32, false},    {1, 12, 65, 65, 64, true},
     {1, 1, 513, 513, 64, true},   {1, 2, 255, 255, 64, true},    {1, 2, 513, 513, 16, true},
     {1, 2, 150, 150, 64, true, 100}, {1, 2, 150, 90, 64, false, 100}, {1, 1, 70, 70, 128, true, -60},
+    {1, 4, 17, 17, 8, true, 0, 2},   {2, 6, 130, 130, 64, true, 0, 3}, {1, 8, 1, 200, 64, false, 0, 4},
+    {1, 4, 129, 129, 128, true, 0, 4}, {1, 2, 65, 90, 16, false, 0, 2}, {1, 4, 255, 255, 64, true, 0, 2},
 };
 
 // The case's magnitudes the backward tolerances are built from (tests/tolerances.hpp), from the inputs and
@@ -161,18 +196,20 @@ tolerance::AttentionBackwardBounds backward_bounds(const AttentionCase& c, float
     if (std::isfinite(r)) m.drow = std::max(m.drow, r);
     m.dout_l1 = std::max(m.dout_l1, a);
   }
-  for (std::int64_t h = 0; h < c.B * c.H; ++h) {
+  // A kv head's column sums run over the query rows of all G heads of its group (k is the expanded [B, H, S, D]).
+  for (std::int64_t hk = 0; hk < c.B * c.Hkv(); ++hk) {
     std::vector<double> col(static_cast<std::size_t>(c.S), 0.0);
-    for (std::int64_t t = 0; t < c.T; ++t) {
-      const double l = lse[h * c.T + t];
-      if (!std::isfinite(l)) continue;
-      for (std::int64_t j = 0; j < (c.causal ? std::min(t + 1, c.S) : c.S); ++j) {
-        double s = 0;
-        for (std::int64_t d = 0; d < c.D; ++d) s += double(q[(h * c.T + t) * c.D + d]) * k[(h * c.S + j) * c.D + d];
-        const double p = std::exp(double(scale) * s - l);
-        if (std::isfinite(p)) col[static_cast<std::size_t>(j)] += p;
+    for (std::int64_t h = hk * c.G; h < (hk + 1) * c.G; ++h)
+      for (std::int64_t t = 0; t < c.T; ++t) {
+        const double l = lse[h * c.T + t];
+        if (!std::isfinite(l)) continue;
+        for (std::int64_t j = 0; j < (c.causal ? std::min(t + 1, c.S) : c.S); ++j) {
+          double s = 0;
+          for (std::int64_t d = 0; d < c.D; ++d) s += double(q[(h * c.T + t) * c.D + d]) * k[(h * c.S + j) * c.D + d];
+          const double p = std::exp(double(scale) * s - l);
+          if (std::isfinite(p)) col[static_cast<std::size_t>(j)] += p;
+        }
       }
-    }
     for (double x : col) m.col_sum = std::max(m.col_sum, x);
   }
   return m;
@@ -183,7 +220,7 @@ tolerance::AttentionBackwardBounds backward_bounds(const AttentionCase& c, float
 template <class Space, class Tune>
 void check_attention_backward(const AttentionCase& c, const std::vector<float>& q, const std::vector<float>& k,
                               const std::vector<float>& v, const std::vector<float>& dout) {
-  const Shape q_shape{c.B, c.H, c.T, c.D}, kv_shape{c.B, c.H, c.S, c.D};
+  const Shape q_shape{c.B, c.H, c.T, c.D}, kv_shape{c.B, c.Hkv(), c.S, c.D};
   const float scale = c.scale != 0 ? c.scale : 1.0f / std::sqrt(static_cast<float>(c.D));
   const auto opt_scale = c.scale != 0 ? std::optional<float>(c.scale) : std::nullopt;
   const auto dq0 = uniform(element_count(q_shape), -1, 1, name(c) + "dq");
@@ -195,18 +232,28 @@ void check_attention_backward(const AttentionCase& c, const std::vector<float>& 
   const auto fwd = ops::attention<Space, Tune>(Q, K, V, opt_scale, c.causal);
   const auto out = fwd.out.to_vector(), lse = fwd.lse.to_vector();
   auto want_dq = dq0, want_dk = dk0, want_dv = dv0;
-  reference::attention_backward(want_dq.data(), want_dk.data(), want_dv.data(), dout.data(), q.data(), k.data(),
-                                v.data(), lse.data(), c.B, c.H, c.T, c.S, c.D, scale, c.causal);
+  const auto k_all = expand_groups(k, c), v_all = expand_groups(v, c);
+  if (c.G == 1) {
+    reference::attention_backward(want_dq.data(), want_dk.data(), want_dv.data(), dout.data(), q.data(), k.data(),
+                                  v.data(), lse.data(), c.B, c.H, c.T, c.S, c.D, scale, c.causal);
+  } else {  // per query head into zeros, then each group's sum onto the starting values
+    std::vector<float> dk_all(k_all.size(), 0.0f), dv_all(v_all.size(), 0.0f);
+    reference::attention_backward(want_dq.data(), dk_all.data(), dv_all.data(), dout.data(), q.data(), k_all.data(),
+                                  v_all.data(), lse.data(), c.B, c.H, c.T, c.S, c.D, scale, c.causal);
+    want_dk = sum_groups(dk0, dk_all, c);
+    want_dv = sum_groups(dv0, dv_all, c);
+  }
 
   const auto dQ = Tensor<Space>::from_host(q_shape, dq0), dK = Tensor<Space>::from_host(kv_shape, dk0),
              dV = Tensor<Space>::from_host(kv_shape, dv0);
   ops::attention_backward<Space, Tune>(dQ, dK, dV, dO, Q, K, V, fwd.out, fwd.lse, opt_scale, c.causal);
-  const auto m = backward_bounds(c, scale, q, k, v, dout, out, lse);
+  // A kv head's gradient is one sum over the G·T query rows of its group: the tolerances of a head with G·T rows.
+  const auto m = backward_bounds(c, scale, q, k_all, v_all, dout, out, lse);
   EXPECT_TRUE(all_close(dQ.to_vector(), want_dq, q_shape, tolerance::attention_dq(c.D, c.S, scale, m)))
       << Space::name() << " dQ";
-  EXPECT_TRUE(all_close(dK.to_vector(), want_dk, kv_shape, tolerance::attention_dk(c.D, c.T, c.S, scale, m)))
+  EXPECT_TRUE(all_close(dK.to_vector(), want_dk, kv_shape, tolerance::attention_dk(c.D, c.G * c.T, c.S, scale, m)))
       << Space::name() << " dK";
-  EXPECT_TRUE(all_close(dV.to_vector(), want_dv, kv_shape, tolerance::attention_dv(c.D, c.T, c.S, m)))
+  EXPECT_TRUE(all_close(dV.to_vector(), want_dv, kv_shape, tolerance::attention_dv(c.D, c.G * c.T, c.S, m)))
       << Space::name() << " dV";
 }
 
@@ -215,8 +262,8 @@ class AttentionBackwardParity : public ::testing::TestWithParam<AttentionCase> {
 TEST_P(AttentionBackwardParity, Backward) {
   const auto& c = GetParam();
   const auto q = uniform(c.B * c.H * c.T * c.D, -1, 1, name(c) + "q");
-  const auto k = uniform(c.B * c.H * c.S * c.D, -1, 1, name(c) + "k");
-  const auto v = uniform(c.B * c.H * c.S * c.D, -1, 1, name(c) + "v");
+  const auto k = uniform(c.B * c.Hkv() * c.S * c.D, -1, 1, name(c) + "k");
+  const auto v = uniform(c.B * c.Hkv() * c.S * c.D, -1, 1, name(c) + "v");
   const auto dout = uniform(c.B * c.H * c.T * c.D, -1, 1, name(c) + "do");
   for_each_space([&](auto space) { check_attention_backward<typename decltype(space)::type, typename decltype(space)::tune>(c, q, k, v, dout); });
 }
@@ -341,6 +388,12 @@ TEST(AttentionErrors, NameTheShapes) {
     EXPECT_STREQ(e.what(), "attention: causal needs T == S, got Q [1, 2, 5, 8], K [1, 2, 7, 8], V [1, 2, 7, 8]");
   }
   EXPECT_THROW(ops::attention(Tensor<S>({1, 2, 5, 8}), Tensor<S>({1, 2, 7, 4}), Tensor<S>({1, 2, 7, 4})), Error);
+  try {  // grouped-query attention: H must be a multiple of Hkv
+    ops::attention(Tensor<S>({1, 3, 5, 8}), Tensor<S>({1, 2, 5, 8}), Tensor<S>({1, 2, 5, 8}));
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "attention: Q's H heads must be a multiple of K's Hkv heads, got Q [1, 3, 5, 8], K [1, 2, 5, 8], V [1, 2, 5, 8]");
+  }
   EXPECT_THROW(ops::attention(Tensor<S>({2, 5, 8}), Tensor<S>({2, 5, 8}), Tensor<S>({2, 5, 8})), Error);
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 // attention_backward: dq += scale·dS·k, dk += scale·dSᵀ·q, dv += Pᵀ·dout with P = exp(scale·q kᵀ − lse) rebuilt from the
-// forward's lse, dS = P ∘ (dout·vᵀ − Drow), Drow[t] = dout[t]·out[t]; shapes as the forward's, dout and out as q.
+// forward's lse, dS = P ∘ (dout·vᵀ − Drow), Drow[t] = dout[t]·out[t]; shapes as the forward's (k, v and their
+// gradients have BH/G heads: a kv head's dk, dv sum its G query heads'), dout and out as q.
 #include <Kokkos_Core.hpp>
 
 #include <type_traits>
@@ -44,7 +45,7 @@ struct AttentionBackwardKV : AttentionBackwardBase<Space, Tune> {
   KOKKOS_INLINE_FUNCTION void operator()(const Team& team) const {
     const int level = this->level, Dp = this->Dp, D = this->D, T = this->T;
     const int rank = team.league_rank();
-    const int head = rank / k_tiles;
+    const int kv_head = rank / k_tiles;
     const int k0 = rank % k_tiles * BK;  // causal: the first key tiles have the most queries; they go first
     const int kcount = this->S - k0 < BK ? this->S - k0 : BK;
 
@@ -53,13 +54,17 @@ struct AttentionBackwardKV : AttentionBackwardBase<Space, Tune> {
                         &Ps = sc.Ps, &dSs = sc.dSs;
     const ScratchVector &ls = sc.ls, &ds = sc.ds;
 
-    this->stage_keys_transposed(team, head, k0, kcount, Kt, Vt);
+    this->stage_keys_transposed(team, kv_head, k0, kcount, Kt, Vt);
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, BK), [&](int j) {
       for (int d = 0; d < Dp; ++d) dKs(j, d) = 0.0f, dVs(j, d) = 0.0f;
     });
 
+    // The query tiles of the group's heads, one head after another: one (head, query tile) per step.
     const int q_begin = this->causal ? k0 / BQ * BQ : 0;
-    for (int q0 = q_begin; q0 < T; q0 += BQ) {
+    const int steps_per_head = (T - q_begin + BQ - 1) / BQ;
+    for (int step = 0; step < this->group * steps_per_head; ++step) {
+      const int head = kv_head * this->group + step / steps_per_head;
+      const int q0 = q_begin + step % steps_per_head * BQ;
       const int qcount = T - q0 < BQ ? T - q0 : BQ;
       team.team_barrier();  // the previous step's Qs, dOs, Ps, dSs are no longer read
       this->stage_queries(team, head, q0, qcount, Qs, dOs, ls, ds);
@@ -91,12 +96,12 @@ struct AttentionBackwardKV : AttentionBackwardBase<Space, Tune> {
     if (dk.data() != nullptr)
       Kokkos::parallel_for(Kokkos::TeamThreadRange(team, kcount * D), [&](int e) {
         const int j = e / D, d = e % D;
-        dk(head, k0 + j, d) += dKs(j, d);
+        dk(kv_head, k0 + j, d) += dKs(j, d);
       });
     if (dv.data() != nullptr)
       Kokkos::parallel_for(Kokkos::TeamThreadRange(team, kcount * D), [&](int e) {
         const int j = e / D, d = e % D;
-        dv(head, k0 + j, d) += dVs(j, d);
+        dv(kv_head, k0 + j, d) += dVs(j, d);
       });
   }
 };
@@ -175,8 +180,8 @@ struct AttentionBackwardQ : AttentionBackwardBase<Space, Tune> {
         float* ks = &Ks(j, 0);
         float* vs = &Vs(j, 0);
         const int n = j < kcount ? D : 0;
-        const float* kg = n ? &this->k(head, k0 + j, 0) : nullptr;
-        const float* vg = n ? &this->v(head, k0 + j, 0) : nullptr;
+        const float* kg = n ? &this->k(head / this->group, k0 + j, 0) : nullptr;
+        const float* vg = n ? &this->v(head / this->group, k0 + j, 0) : nullptr;
         for (int d = 0; d < n; ++d) ks[d] = kg[d];
         for (int d = n; d < Dp; ++d) ks[d] = 0.0f;
         for (int d = 0; d < n; ++d) vs[d] = vg[d];
@@ -255,7 +260,7 @@ struct AttentionBackwardQ : AttentionBackwardBase<Space, Tune> {
   }
 };
 
-// dq, dk, dv [BH,·,D] += the gradients of attention_forward(out, lse, q, k, v, scale, causal) for the
+// dq [BH,T,D], dk and dv [BH/G,S,D] += the gradients of attention_forward(out, lse, q, k, v, scale, causal) for the
 // upstream gradient dout, from the forward's out and lse. Any of dq, dk, dv may be an empty View (not
 // wanted). Memory: the three kernels' team scratch plus one float per query row (Drow).
 template <class Space, class Tune = Tuning<Space>>
@@ -264,8 +269,9 @@ void attention_backward(const Tensor3<Space>& dq, const Tensor3<Space>& dk, cons
                         const ConstTensor3<Space>& v, const ConstTensor3<Space>& out, const ConstMatrix<Space>& lse,
                         float scale, bool causal) {
   const int heads = static_cast<int>(q.extent(0)), T = static_cast<int>(q.extent(1));
-  const int S = static_cast<int>(k.extent(1)), D = static_cast<int>(q.extent(2));
+  const int kv_heads = static_cast<int>(k.extent(0)), S = static_cast<int>(k.extent(1)), D = static_cast<int>(q.extent(2));
   if (heads == 0 || T == 0 || S == 0 || D == 0) return;
+  const int group = heads / kv_heads;
   const bool want_q = dq.data() != nullptr, want_kv = dk.data() != nullptr || dv.data() != nullptr;
   if (!want_q && !want_kv) return;
   using Tiles = typename Tune::attention;
@@ -289,11 +295,11 @@ void attention_backward(const Tensor3<Space>& dq, const Tensor3<Space>& dk, cons
     const int level = level_for(bytes);
     KV kernel;
     static_cast<AttentionBackwardBase<Space, Tune>&>(kernel) =
-        AttentionBackwardBase<Space, Tune>{dout, q, k, v, lse, drow, scale, causal, T, S, D, Dp, level};
+        AttentionBackwardBase<Space, Tune>{dout, q, k, v, lse, drow, scale, causal, T, S, D, Dp, level, group};
     kernel.dk = dk;
     kernel.dv = dv;
     kernel.k_tiles = k_tiles;
-    typename KV::Policy policy(heads * k_tiles, Tune::attention::team_size);
+    typename KV::Policy policy(kv_heads * k_tiles, Tune::attention::team_size);
     Kokkos::parallel_for("ptk::attention_backward_kv", policy.set_scratch_size(level, Kokkos::PerTeam(bytes)), kernel);
   }
   if (want_q) {
@@ -302,7 +308,7 @@ void attention_backward(const Tensor3<Space>& dq, const Tensor3<Space>& dk, cons
     const int level = level_for(bytes);
     Q kernel;
     static_cast<AttentionBackwardBase<Space, Tune>&>(kernel) =
-        AttentionBackwardBase<Space, Tune>{dout, q, k, v, lse, drow, scale, causal, T, S, D, Dp, level};
+        AttentionBackwardBase<Space, Tune>{dout, q, k, v, lse, drow, scale, causal, T, S, D, Dp, level, group};
     kernel.dq = dq;
     kernel.q_tiles = q_tiles;
     typename Q::Policy policy(heads * q_tiles, Tune::attention::team_size);

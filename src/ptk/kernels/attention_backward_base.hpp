@@ -79,6 +79,7 @@ struct AttentionBackwardBase {
   bool causal;
   int T, S, D, Dp;  // Dp: D padded to a multiple of NR (zeros in scratch)
   int level;
+  int group;  // query heads per kv head: query head h reads kv head h / group
 
   // Keys [0, n) of the key tile at k0 are attended by row i of the query tile at q0 (as the forward).
   KOKKOS_INLINE_FUNCTION int valid_keys(int i, int q0, int qcount, int k0, int kcount) const {
@@ -109,15 +110,15 @@ struct AttentionBackwardBase {
     });
   }
 
-  // Key rows [k0, k0 + kcount), transposed: Kt[d][j], Vt[d][j] (zeros past kcount and D).
-  KOKKOS_INLINE_FUNCTION void stage_keys_transposed(const Team& team, int head, int k0, int kcount,
+  // Key rows [k0, k0 + kcount) of kv head kv_head, transposed: Kt[d][j], Vt[d][j] (zeros past kcount and D).
+  KOKKOS_INLINE_FUNCTION void stage_keys_transposed(const Team& team, int kv_head, int k0, int kcount,
                                                     const ScratchMatrix& Kt, const ScratchMatrix& Vt) const {
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, BK), [&](int j) {
       float* kt = &Kt(0, j);
       float* vt = &Vt(0, j);
       const int n = j < kcount ? D : 0;
-      const float* kg = n ? &k(head, k0 + j, 0) : nullptr;
-      const float* vg = n ? &v(head, k0 + j, 0) : nullptr;
+      const float* kg = n ? &k(kv_head, k0 + j, 0) : nullptr;
+      const float* vg = n ? &v(kv_head, k0 + j, 0) : nullptr;
       for (int d = 0; d < n; ++d) kt[d * BK] = kg[d];
       for (int d = n; d < Dp; ++d) kt[d * BK] = 0.0f;
       for (int d = 0; d < n; ++d) vt[d * BK] = vg[d];
@@ -170,9 +171,10 @@ struct AttentionBackwardBase {
   }
 };
 
-// dK and dV: a team owns one head's key tile, keeps its K and V (transposed) and the dK, dV
-// accumulators in scratch, and streams the query tiles that attend it (causal: from the tile that
-// holds its first key on). Per query tile: P and dS, then dV += Pᵀ·dOs and dK += dSᵀ·Qs (Qs holds
+// dK and dV: a team owns one kv head's key tile, keeps its K and V (transposed) and the dK, dV
+// accumulators in scratch, and streams the query tiles of every query head of its group that attend it
+// (causal: from the tile that holds its first key on): a kv head's gradient is summed in one place, in a
+// fixed order, with no copy of K and V per query head. Per query tile: P and dS, then dV += Pᵀ·dOs and dK += dSᵀ·Qs (Qs holds
 // scale·q) over MR keys × NR head dims micro-tiles; the reduction over query rows starts at the first
 // row that attends the micro-tile's first key.
 

@@ -1,6 +1,7 @@
 #pragma once
 // attention_forward: out[BH,T,D] = softmax(scale · q kᵀ, causal) · v and lse[BH,T] = log Σ_j exp(scale · q·k_j)
-// over the attended keys, for q[BH,T,D], k and v [BH,S,D]; causal (needs T == S) lets query t see keys j <= t.
+// over the attended keys, for q[BH,T,D], k and v [BH/G,S,D] (query head h reads kv head h/G: grouped-query
+// attention, G = 1 for plain multi-head); causal (needs T == S) lets query t see keys j <= t.
 #include <Kokkos_Core.hpp>
 
 #include <type_traits>
@@ -40,6 +41,7 @@ struct AttentionForward {
   int T, S, D, Dp;  // Dp: D padded to a multiple of NR (zeros in scratch)
   int q_tiles;
   int level;
+  int group;  // query heads per kv head
 
   // The team's scratch, in order (scratch.hpp: sized and carved from this one list).
   struct Scratch {
@@ -102,8 +104,8 @@ struct AttentionForward {
         float* kt = &Kt(0, j);
         float* vs = &Vs(j, 0);
         const int n = j < kcount ? D : 0;
-        const float* kg = n ? &k(head, k0 + j, 0) : nullptr;
-        const float* vg = n ? &v(head, k0 + j, 0) : nullptr;
+        const float* kg = n ? &k(head / group, k0 + j, 0) : nullptr;
+        const float* vg = n ? &v(head / group, k0 + j, 0) : nullptr;
         for (int d = 0; d < n; ++d) kt[d * BK] = kg[d];
         for (int d = n; d < Dp; ++d) kt[d * BK] = 0.0f;
         for (int d = 0; d < n; ++d) vs[d] = vg[d];
@@ -230,7 +232,8 @@ struct AttentionForward {
   }
 };
 
-// out[BH,T,D], lse[BH,T] from q[BH,T,D], k and v [BH,S,D] (the [B,H,·,·] buffers with B·H heads).
+// out[BH,T,D], lse[BH,T] from q[BH,T,D], k and v [BH/G,S,D] (the [B,H,·,·] and [B,H/G,·,·] buffers: head b·H + h
+// reads kv head (b·H + h)/G = b·H/G + h/G).
 template <class Space, class Tune = Tuning<Space>>
 void attention_forward(const Tensor3<Space>& out, const Matrix<Space>& lse, const ConstTensor3<Space>& q,
                        const ConstTensor3<Space>& k, const ConstTensor3<Space>& v, float scale, bool causal) {
@@ -247,7 +250,8 @@ void attention_forward(const Tensor3<Space>& out, const Matrix<Space>& lse, cons
   const int level = bytes <= static_cast<std::size_t>(Tune::attention::level0_bytes) ? 0 : 1;
   typename Kernel::Policy policy(heads * q_tiles, Tune::attention::team_size);
   Kokkos::parallel_for("ptk::attention_forward", policy.set_scratch_size(level, Kokkos::PerTeam(bytes)),
-                       Kernel{out, lse, q, k, v, scale, causal, T, S, D, Dp, q_tiles, level});
+                       Kernel{out, lse, q, k, v, scale, causal, T, S, D, Dp, q_tiles, level,
+                              heads / static_cast<int>(k.extent(0))});
 }
 
 

@@ -1,11 +1,13 @@
 #pragma once
-// attention: O[B,H,T,D] = softmax(scale · Q Kᵀ, causal) V for Q[B,H,T,D], K and V [B,H,S,D];
+// attention: O[B,H,T,D] = softmax(scale · Q Kᵀ, causal) V for Q[B,H,T,D], K and V [B,Hkv,S,D] with H a multiple
+// of Hkv (query head h reads kv head h / (H/Hkv): grouped-query attention; Hkv = H is multi-head attention);
 // scale defaults to 1/sqrt(D); causal needs T == S. Also returns lse[B,H,T], the natural log of each
 // row's softmax denominator Σ_j exp(scale · q·k_j) over the attended keys (−inf for a row with none),
 // which the backward pass uses to recompute the probabilities. Memory is O(B·H·T·D): the [T,S]
 // score matrix is never stored.
 // attention_backward: dQ, dK, dV += the gradients for an upstream dO, from the forward's O and lse (flash-style:
-// the probabilities are rebuilt tile by tile from lse; memory O(B·H·T·D); deterministic, no atomics).
+// the probabilities are rebuilt tile by tile from lse; memory O(B·H·T·D); deterministic, no atomics); a kv head's
+// dK and dV sum its query heads'.
 #include <cmath>
 #include <optional>
 
@@ -13,6 +15,19 @@
 #include "ptk/ops/checks.hpp"
 
 namespace ptk::ops {
+
+namespace detail {
+// Q [B,H,T,D], K and V [B,Hkv,S,D] alike, with H a positive multiple of Hkv.
+template <class Space, class Shapes>
+void check_grouped_heads(const char* op, const Tensor<Space>& q, const Tensor<Space>& k, const Tensor<Space>& v,
+                         const Shapes& shapes) {
+  require(k.shape() == v.shape(), op, ": K and V must have the same shape [B,Hkv,S,D], got ", shapes);
+  require(q.dim(0) == k.dim(0) && q.dim(3) == k.dim(3), op,
+          ": Q [B,H,T,D] and K [B,Hkv,S,D] must agree in B and D, got ", shapes);
+  require(k.dim(1) > 0 && q.dim(1) % k.dim(1) == 0, op, ": Q's H heads must be a multiple of K's Hkv heads, got ",
+          shapes);
+}
+}  // namespace detail
 
 template <class Space>
 struct AttentionOutputs {
@@ -27,15 +42,13 @@ AttentionOutputs<Space> attention(const Tensor<Space>& q, const Tensor<Space>& k
   check_tensor("attention", "V", v, 4, 4);
   const auto shapes =
       lazy([&] { return "Q " + to_string(q.shape()) + ", K " + to_string(k.shape()) + ", V " + to_string(v.shape()); });
-  require(k.shape() == v.shape(), "attention: K and V must have the same shape [B,H,S,D], got ", shapes);
-  require(q.dim(0) == k.dim(0) && q.dim(1) == k.dim(1) && q.dim(3) == k.dim(3),
-          "attention: Q [B,H,T,D] and K [B,H,S,D] must agree in B, H and D, got ", shapes);
+  detail::check_grouped_heads("attention", q, k, v, shapes);
   const auto B = q.dim(0), H = q.dim(1), T = q.dim(2), D = q.dim(3);
   require(!causal || T == k.dim(2), "attention: causal needs T == S, got ", shapes);
   AttentionOutputs<Space> r{Tensor<Space>::uninitialized(q.shape(), "ptk::attention"),
                             Tensor<Space>::uninitialized({B, H, T}, "ptk::attention_lse")};
   const auto heads = [&](const Tensor<Space>& t) {
-    return Tensor3<Space>(t.data(), B * H, t.dim(2), t.dim(3));
+    return Tensor3<Space>(t.data(), B * t.dim(1), t.dim(2), t.dim(3));
   };
   kernels::attention_forward<Space, Tune>(heads(r.out), Matrix<Space>(r.lse.data(), B * H, T), heads(q), heads(k), heads(v),
                                     scale.value_or(1.0f / std::sqrt(static_cast<float>(D))), causal);
@@ -59,9 +72,7 @@ void attention_backward(const Tensor<Space>& dq, const Tensor<Space>& dk, const 
   check_tensor(op, "lse", lse, 3, 3);
   const auto shapes =
       lazy([&] { return "Q " + to_string(q.shape()) + ", K " + to_string(k.shape()) + ", V " + to_string(v.shape()); });
-  require(k.shape() == v.shape(), op, ": K and V must have the same shape [B,H,S,D], got ", shapes);
-  require(q.dim(0) == k.dim(0) && q.dim(1) == k.dim(1) && q.dim(3) == k.dim(3), op,
-          ": Q [B,H,T,D] and K [B,H,S,D] must agree in B, H and D, got ", shapes);
+  detail::check_grouped_heads(op, q, k, v, shapes);
   const auto B = q.dim(0), H = q.dim(1), T = q.dim(2), D = q.dim(3);
   require(!causal || T == k.dim(2), op, ": causal needs T == S, got ", shapes);
   require(dout.shape() == q.shape(), op, ": dO has shape ", dout.shape(), " but Q has shape ",
@@ -74,10 +85,12 @@ void attention_backward(const Tensor<Space>& dq, const Tensor<Space>& dk, const 
     if (!g.defined()) return Tensor3<Space>();
     require(g.shape() == like.shape(), op, ": ", name, " has shape ", g.shape(), ", expected ",
             like.shape());
-    return Tensor3<Space>(g.data(), B * H, g.dim(2), g.dim(3));
+    return Tensor3<Space>(g.data(), B * g.dim(1), g.dim(2), g.dim(3));
   };
   const auto gq = grad("dQ", dq, q), gk = grad("dK", dk, k), gv = grad("dV", dv, v);
-  const auto heads = [&](const Tensor<Space>& t) { return ConstTensor3<Space>(t.data(), B * H, t.dim(2), t.dim(3)); };
+  const auto heads = [&](const Tensor<Space>& t) {
+    return ConstTensor3<Space>(t.data(), B * t.dim(1), t.dim(2), t.dim(3));
+  };
   kernels::attention_backward<Space, Tune>(gq, gk, gv, heads(dout), heads(q), heads(k), heads(v), heads(out),
                                      ConstMatrix<Space>(lse.data(), B * H, T),
                                      scale.value_or(1.0f / std::sqrt(static_cast<float>(D))), causal);
