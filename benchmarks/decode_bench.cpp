@@ -15,7 +15,7 @@ namespace {
 
 struct DecodeModel {
   const char* name;
-  nn::GptConfig config;
+  nn::DecoderConfig config;
 };
 
 }  // namespace
@@ -28,13 +28,13 @@ void register_decode() {
   for (const auto& m : models)
     for (const int ctx : contexts)
       for (const int B : batches) {
-        const nn::GptConfig c = m.config;
+        const nn::DecoderConfig c = m.config;
         const auto shape = std::string("model=") + m.name + ",ctx=" + std::to_string(ctx) + ",B=" + std::to_string(B);
         double params = 0;
         for (const auto& p : nn::parameter_shapes(c)) params += static_cast<double>(element_count(p.second));
         const double bytes = sizeof(float) * (params + 2.0 * c.n_layer * B * ctx * c.n_embd);
         add("decode", "ptk", shape, Rate::gbytes, bytes, [=] {
-          auto model = std::make_shared<nn::Gpt>(c, ag::Device::device, 1);
+          auto model = std::make_shared<nn::Decoder>(c, ag::Device::device, 1);
           auto cache = std::make_shared<nn::KvCache>(nn::make_kv_cache(*model, B, ctx));
           auto sampler = std::make_shared<ag::TokenSampler>();
           auto reuse = std::make_shared<ag::ReuseBuffers>();

@@ -87,38 +87,28 @@ TEST(Heads, SplitAndMergeArePermutations) {
   });
 }
 
-// Grouped-query attention's heads: split copies row head j to the G heads j·G .. j·G + G-1; merge (its backward)
-// sums those G heads back into row head j in order, exactly as the float loop below.
-TEST(Heads, GroupedSplitCopiesAndMergeSumsEachGroup) {
+// A split at position t0 writes heads positions t0 .. t0 + T - 1 of a longer tensor (a KV cache) and nothing else.
+TEST(Heads, SplitAtAPositionWritesOnlyThosePositions) {
   for_each_space([&](auto space) {
     using Space = typename decltype(space)::type;
-    using Tune = typename decltype(space)::tune;
-    for (std::int64_t G : {1, 2, 4}) {
-      const std::int64_t B = 2, T = 3, H = 4, D = 5, W = H / G * D;
-      const auto rows = uniform(B * T * W, -1, 1, "gqa-rows"), heads_in = uniform(B * H * T * D, -1, 1, "gqa-heads");
+    const std::int64_t B = 2, T = 3, Tmax = 9, H = 2, D = 5, W = 4 * H * D, offset = 7;
+    const auto rows = uniform(B * T * W, -1, 1, "split-pos-rows"), old = uniform(B * H * Tmax * D, -1, 1, "split-pos-old");
+    for (const std::int64_t t0 : {0, 4, 6}) {
       const auto Rows = Tensor<Space>::from_host({B, T, W}, rows);
-      Tensor<Space> heads({B, H, T, D});
-      kernels::split_heads<Space>(Tensor4<Space>(heads.data(), B, H, T, D), Tensor3<Space>(Rows.data(), B, T, W), 0,
-                                  static_cast<int>(G));
-      const auto split = heads.to_vector();
-      const auto Heads = Tensor<Space>::from_host({B, H, T, D}, heads_in);
-      const auto Back = Tensor<Space>::from_host({B, T, W}, rows);  // merge accumulates onto rows
-      kernels::merge_heads<Space>(Tensor3<Space>(Back.data(), B, T, W), Tensor4<Space>(Heads.data(), B, H, T, D), 0,
-                                  true, static_cast<int>(G));
-      const auto merged = Back.to_vector();
+      const auto Heads = Tensor<Space>::from_host({B, H, Tmax, D}, old);
+      kernels::split_heads<Space>(Tensor4<Space>(Heads.data(), B, H, Tmax, D), Tensor3<Space>(Rows.data(), B, T, W),
+                                  static_cast<int>(offset), static_cast<int>(t0));
+      const auto got = Heads.to_vector();
       for (std::int64_t b = 0; b < B; ++b)
-        for (std::int64_t t = 0; t < T; ++t)
-          for (std::int64_t d = 0; d < D; ++d)
-            for (std::int64_t j = 0; j < H / G; ++j) {
-              const auto row = static_cast<std::size_t>((b * T + t) * W + j * D + d);
-              float sum = 0;
-              for (std::int64_t g = 0; g < G; ++g) {
-                const auto at = static_cast<std::size_t>(((b * H + j * G + g) * T + t) * D + d);
-                ASSERT_EQ(split[at], rows[row]) << Space::name() << " G " << G << " head " << j * G + g;
-                sum = g == 0 ? heads_in[at] : sum + heads_in[at];
-              }
-              ASSERT_EQ(merged[row], rows[row] + sum) << Space::name() << " G " << G << " row head " << j << " at [" << b
-                                                      << "," << t << "," << d << "]";
+        for (std::int64_t h = 0; h < H; ++h)
+          for (std::int64_t t = 0; t < Tmax; ++t)
+            for (std::int64_t d = 0; d < D; ++d) {
+              const auto at = static_cast<std::size_t>(((b * H + h) * Tmax + t) * D + d);
+              const bool written = t >= t0 && t < t0 + T;
+              const float want =
+                  written ? rows[static_cast<std::size_t>((b * T + t - t0) * W + offset + h * D + d)] : old[at];
+              ASSERT_EQ(got[at], want) << Space::name() << " t0 " << t0 << " at [" << b << "," << h << "," << t << ","
+                                       << d << "]";
             }
     }
   });

@@ -85,7 +85,8 @@ TEST(Autograd, EmbeddingIntoCrossEntropy) {
 TEST(Autograd, CausalSelfAttention) {
   const Var qkv = leaf({2, 5, 12}, "ag5-qkv", -2.0f, 2.0f);
   const Var r = constant({2, 5, 4}, "ag5-r");
-  expect_gradients_match({qkv}, [&] { return ag::sum_product(ag::causal_self_attention(qkv, 2), r); });
+  // GPT-2's fused qkv: q, k and v are columns of one tensor, whose gradient gets all three.
+  expect_gradients_match({qkv}, [&] { return ag::sum_product(ag::causal_attention({qkv, 0}, {qkv, 4}, {qkv, 8}, {2, 2, 2}), r); });
 }
 
 TEST(Autograd, GraphIsReleasedAfterBackward) {
@@ -141,7 +142,8 @@ TEST(Autograd, ClearErrors) {
     EXPECT_NE(std::string(e.what()).find("[4, 5]"), std::string::npos) << e.what();
   }
   EXPECT_THROW(ag::add(x, w), ptk::Error);
-  EXPECT_THROW(ag::causal_self_attention(leaf({1, 2, 9}, "ag9-q"), 2), ptk::Error);  // C = 3 not divisible by 2
+  const Var qkv = leaf({1, 2, 9}, "ag9-q");
+  EXPECT_THROW(ag::causal_attention({qkv, 0}, {qkv, 3}, {qkv, 6}, {2, 2, 2}), ptk::Error);  // v's heads pass column 9
   EXPECT_THROW(ag::gelu(x).backward(), ptk::Error);  // not a scalar
   EXPECT_THROW(ag::add(x, Var()), ptk::Error);
 }
@@ -204,19 +206,20 @@ TEST(Autograd, CausalAttentionGroupedQuery) {
                 v = leaf({B, T, Hkv * D}, "ag13-v");
       const Var r = constant({B, T, H * D}, "ag13-r");
       SCOPED_TRACE(::testing::Message() << "kv_heads " << Hkv << " T " << T << " B " << B);
-      expect_gradients_match({q, k, v}, [&] { return ag::sum_product(ag::causal_attention(q, k, v, H, Hkv), r); });
+      expect_gradients_match({q, k, v}, [&] { return ag::sum_product(ag::causal_attention({q}, {k}, {v}, {H, Hkv, D}), r); });
     }
 }
 
-// With one kv head per query head, causal_attention is causal_self_attention on q, k, v side by side.
-TEST(Autograd, CausalAttentionMatchesSelfAttention) {
+// q, k and v as columns of one tensor or as three tensors: the same attention.
+TEST(Autograd, CausalAttentionFusedAndSeparateColumnsAgree) {
   const Var qkv = leaf({2, 5, 12}, "ag14-qkv", -2.0f, 2.0f);
   const auto all = qkv.values();
   std::vector<float> parts[3];
   for (std::size_t i = 0; i < all.size(); ++i) parts[i % 12 / 4].push_back(all[i]);
   const Var q = Var::from_vector({2, 5, 4}, parts[0], kHost), k = Var::from_vector({2, 5, 4}, parts[1], kHost),
             v = Var::from_vector({2, 5, 4}, parts[2], kHost);
-  EXPECT_EQ(ag::causal_attention(q, k, v, 2, 2).values(), ag::causal_self_attention(qkv, 2).values());
+  EXPECT_EQ(ag::causal_attention({q}, {k}, {v}, {2, 2, 2}).values(),
+            ag::causal_attention({qkv, 0}, {qkv, 4}, {qkv, 8}, {2, 2, 2}).values());
 }
 
 TEST(Autograd, LlamaOpsClearErrors) {
@@ -229,12 +232,15 @@ TEST(Autograd, LlamaOpsClearErrors) {
     return std::string("accepted");
   };
   const Var q = leaf({1, 3, 8}, "ag15-q"), k = leaf({1, 3, 4}, "ag15-k");
-  EXPECT_EQ(message([&] { ag::causal_attention(q, k, k, 4, 3); }),
-            "causal_attention: n_head = 4 must be a positive multiple of n_kv_head = 3");
-  EXPECT_EQ(message([&] { ag::causal_attention(q, k, k, 4, 1); }),
-            "causal_attention: q [1, 3, 8] has 4 heads of 2; k [1, 3, 4] and v [1, 3, 4] must both be [1, 3, 2] (1 kv heads)");
-  EXPECT_EQ(message([&] { ag::causal_attention(q, k, k, 3, 1); }),
-            "causal_attention: q [1, 3, 8] has 8 channels, not divisible by its 3 heads");
+  EXPECT_EQ(message([&] { ag::causal_attention({q}, {k}, {k}, {4, 3, 2}); }),
+            "causal_attention: 4 query heads must be a positive multiple of 3 kv heads, of a positive dim (got 2)");
+  EXPECT_EQ(message([&] { ag::causal_attention({q}, {k}, {k}, {4, 1, 8}); }),
+            "causal_attention: 4 q heads of 8 from column 0 do not fit q rows [1, 3, 8]");
+  EXPECT_EQ(message([&] { ag::causal_attention({q}, {k}, {k}, {4, 1, 2}); }), "accepted");  // k [1, 3, 4]: 1 head of 2
+  EXPECT_EQ(message([&] { ag::causal_attention({q}, {k, 3}, {k}, {4, 1, 2}); }),
+            "causal_attention: 1 k heads of 2 from column 3 do not fit k rows [1, 3, 4]");
+  EXPECT_EQ(message([&] { ag::causal_attention({q}, {leaf({1, 2, 4}, "ag15-k2")}, {k}, {4, 1, 2}); }),
+            "causal_attention: k rows [1, 2, 4] and q rows [1, 3, 8] must agree in B and T");
   EXPECT_EQ(message([&] { ag::rope(leaf({1, 3, 6}, "ag15-r"), 2); }),
             "rope: x [1, 3, 6] with 2 heads has head dim 3; rope rotates pairs, so it must be even");
   EXPECT_EQ(message([&] { ag::rope(leaf({3, 6}, "ag15-r2"), 2); }),

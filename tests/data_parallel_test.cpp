@@ -53,14 +53,14 @@ TEST(DataParallel, FirstDifferenceNamesKeyAndValues) {
   EXPECT_NO_THROW(dist::require_same_configuration(dist::Comm::world(), a));
 }
 
-nn::Gpt small_model(std::uint64_t seed) {
-  nn::GptConfig c;
+nn::Decoder small_model(std::uint64_t seed) {
+  nn::DecoderConfig c;
   c.n_layer = 1;
   c.n_head = 2;
   c.n_embd = 16;
   c.block_size = 8;
   c.vocab_size = 11;
-  return nn::Gpt(c, ag::Device::device, seed);
+  return nn::Decoder(c, ag::Device::device, seed);
 }
 
 nn::Batch random_batch(int B, int T, int V, std::uint64_t seed) {
@@ -75,14 +75,14 @@ nn::Batch random_batch(int B, int T, int V, std::uint64_t seed) {
   return b;
 }
 
-void backward(const nn::Gpt& model, const nn::Batch& b) {
+void backward(const nn::Decoder& model, const nn::Batch& b) {
   model.zero_grad();
   const auto io = ag::Ids::from_vectors({b.B, b.T}, {&b.inputs, &b.targets}, model.device());
   model.loss(io[0], io[1], b.B, b.T).backward();
 }
 
 TEST(DataParallel, FlatParametersKeepValuesAndTakeGradients) {
-  const nn::Gpt model = small_model(3), same = small_model(3);
+  const nn::Decoder model = small_model(3), same = small_model(3);
   std::vector<ag::Var> vars;
   for (const auto& np : model.parameters()) vars.push_back(np.second);
   const ag::FlatParameters flat(vars);
@@ -104,7 +104,7 @@ TEST(DataParallel, FlatParametersKeepValuesAndTakeGradients) {
 // The flat AdamW over the whole range, and over two halves (a sharded update), against ag::adamw_update per
 // parameter: the same kernel on the same floats, so the same bits.
 TEST(DataParallel, FlatAdamwEqualsPerParameterAdamw) {
-  const nn::Gpt a = small_model(7), b = small_model(7), c = small_model(7);
+  const nn::Decoder a = small_model(7), b = small_model(7), c = small_model(7);
   const nn::Batch batch = random_batch(3, 8, 11, 9);
   for (const auto* m : {&a, &b, &c}) backward(*m, batch);
   std::vector<ag::Var> vb, vc;
@@ -136,7 +136,7 @@ TEST(DataParallel, FlatAdamwEqualsPerParameterAdamw) {
 // In a one-rank world the data-parallel optimizer is AdamW: the same trajectory (the gradient norm is summed in
 // another order, so within rounding), and its state round-trips through Adamw's names.
 TEST(DataParallel, OneRankOptimizerFollowsAdamw) {
-  const nn::Gpt a = small_model(11), b = small_model(11);
+  const nn::Decoder a = small_model(11), b = small_model(11);
   nn::Adamw adamw(a.parameters(), nn::AdamwConfig{});
   nn::DataParallelAdamw parallel(b, nn::AdamwConfig{}, dist::Comm::world(), nn::DataParallelOptions{});
   bool stop = false;
@@ -158,7 +158,7 @@ TEST(DataParallel, OneRankOptimizerFollowsAdamw) {
   ASSERT_EQ(state.size(), 2 * b.parameters().size());
   std::vector<std::pair<std::string, std::vector<float>>> tensors;
   for (const auto& np : state) tensors.emplace_back(np.first, np.second.values());
-  const nn::Gpt c = small_model(11);
+  const nn::Decoder c = small_model(11);
   nn::DataParallelAdamw again(c, nn::AdamwConfig{}, dist::Comm::world(), nn::DataParallelOptions{true, 64});
   again.load_state(tensors, parallel.steps_taken());
   const nn::NamedParameters back = again.gathered_state();

@@ -19,7 +19,7 @@ namespace {
 
 const ag::Device kHost = ag::Device::host;
 
-std::int64_t count(const nn::GptConfig& c) {
+std::int64_t count(const nn::DecoderConfig& c) {
   std::int64_t n = 0;
   for (const auto& p : nn::parameter_shapes(c)) n += element_count(p.second);
   return n;
@@ -28,7 +28,7 @@ std::int64_t count(const nn::GptConfig& c) {
 TEST(Gpt, ParameterShapesMatchGpt2) {
   // GPT-2 small, counted by hand in memory_estimate_test.cpp: 124,439,808.
   EXPECT_EQ(count({12, 12, 768, 1024, 50257}), 124439808);
-  const nn::GptConfig c{2, 2, 8, 6, 11};
+  const nn::DecoderConfig c{2, 2, 8, 6, 11};
   const std::int64_t C = 8;
   EXPECT_EQ(count(c), 11 * C + 6 * C + 2 * (12 * C * C + 13 * C) + 2 * C);
   const auto shapes = nn::parameter_shapes(c);
@@ -46,9 +46,9 @@ std::vector<int> random_tokens(std::size_t n, int V, unsigned seed) {
 }
 
 TEST(Gpt, OneStepMatchesOracle) {
-  const nn::GptConfig c{2, 2, 16, 9, 13};
+  const nn::DecoderConfig c{2, 2, 16, 9, 13};
   const int B = 3, T = 7;  // T < block_size: positions 7, 8 of wpe get no gradient
-  const nn::Gpt model(c, kHost, 7);
+  const nn::Decoder model(c, kHost, 7);
   // Larger-than-init weights so that every layer matters to the loss.
   reference::Params params;
   for (const auto& [name, var] : model.parameters()) {
@@ -80,8 +80,8 @@ const std::string kText =
     "said, Let there be light: and there was light. And God saw the light, that it was good: and God divided "
     "the light from the darkness. And God called the light Day, and the darkness he called Night.\n";
 
-std::vector<float> train_losses(const nn::Dataset& data, const nn::GptConfig& c, int steps, int B, std::uint64_t seed) {
-  const nn::Gpt model(c, kHost, seed);
+std::vector<float> train_losses(const nn::Dataset& data, const nn::DecoderConfig& c, int steps, int B, std::uint64_t seed) {
+  const nn::Decoder model(c, kHost, seed);
   nn::Adamw optimizer(model.parameters(), nn::AdamwConfig{});
   nn::BatchSampler sampler(data.train, B, c.block_size, seed + 1);
   std::vector<float> losses;
@@ -91,7 +91,7 @@ std::vector<float> train_losses(const nn::Dataset& data, const nn::GptConfig& c,
 
 TEST(Gpt, SameSeedSameLossCurve) {
   const auto data = nn::Dataset::from_text(kText);
-  const nn::GptConfig c{2, 2, 16, 16, data.vocab.size()};
+  const nn::DecoderConfig c{2, 2, 16, 16, data.vocab.size()};
   const auto a = train_losses(data, c, 8, 4, 42), b = train_losses(data, c, 8, 4, 42), d = train_losses(data, c, 8, 4, 43);
   EXPECT_EQ(a, b) << "same seed, build and thread count must give bitwise the same losses";
   EXPECT_NE(a, d) << "a different seed must draw different weights and batches";
@@ -99,7 +99,7 @@ TEST(Gpt, SameSeedSameLossCurve) {
 
 TEST(Gpt, LossFallsBelowUniformGuess) {
   const auto data = nn::Dataset::from_text(kText);
-  const nn::GptConfig c{1, 2, 32, 16, data.vocab.size()};
+  const nn::DecoderConfig c{1, 2, 32, 16, data.vocab.size()};
   const auto losses = train_losses(data, c, 150, 8, 1);
   const double uniform_loss = std::log(static_cast<double>(data.vocab.size()));
   EXPECT_NEAR(losses.front(), uniform_loss, 0.2) << "a fresh model guesses about uniformly";
@@ -119,8 +119,8 @@ TEST(Gpt, ResidentMemoryFlatOver1000Steps) {
   GTEST_SKIP() << "AddressSanitizer keeps freed memory in quarantine, so RSS grows by design";
 #endif
   const auto data = nn::Dataset::from_text(kText);
-  const nn::GptConfig c{1, 2, 16, 8, data.vocab.size()};
-  const nn::Gpt model(c, kHost, 3);
+  const nn::DecoderConfig c{1, 2, 16, 8, data.vocab.size()};
+  const nn::Decoder model(c, kHost, 3);
   nn::Adamw optimizer(model.parameters(), nn::AdamwConfig{});
   nn::BatchSampler sampler(data.train, 2, c.block_size, 4);
   long after_warmup = 0;
@@ -149,8 +149,8 @@ void spit(const std::string& path, const std::string& bytes) { std::ofstream(pat
 
 TEST(Gpt, CheckpointRoundTrip) {
   const auto data = nn::Dataset::from_text(kText);
-  const nn::GptConfig c{2, 2, 16, 16, data.vocab.size()};
-  const nn::Gpt model(c, kHost, 5);
+  const nn::DecoderConfig c{2, 2, 16, 16, data.vocab.size()};
+  const nn::Decoder model(c, kHost, 5);
   nn::Adamw optimizer(model.parameters(), nn::AdamwConfig{});
   nn::BatchSampler sampler(data.train, 2, c.block_size, 6);
   for (int i = 0; i < 3; ++i) nn::train_step(model, optimizer, sampler.next(), 1e-3f);
@@ -166,7 +166,7 @@ TEST(Gpt, CheckpointRoundTrip) {
   EXPECT_EQ(ck.vocab.bytes(), data.vocab.bytes());
   EXPECT_EQ(ck.config.n_layer, 2);
   EXPECT_EQ(ck.config.vocab_size, data.vocab.size());
-  const nn::Gpt loaded(ck.config, kHost, 99);
+  const nn::Decoder loaded(ck.config, kHost, 99);
   nn::assign_parameters(loaded, ck);
   for (const auto& [name, var] : model.parameters()) EXPECT_EQ(var.values(), loaded.parameter(name).values()) << name;
   EXPECT_EQ(nn::evaluate(model, data.val, 4), nn::evaluate(loaded, data.val, 4));

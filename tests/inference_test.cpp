@@ -14,7 +14,7 @@ namespace {
 const ag::Device kHost = ag::Device::host;
 
 // Weights larger than the initialization's, so that attention is far from uniform and every layer matters.
-reference::Params randomize(const nn::Gpt& model) {
+reference::Params randomize(const nn::Decoder& model) {
   reference::Params params;
   for (const auto& [name, var] : model.parameters()) {
     auto v = uniform(var.numel(), -0.3f, 0.3f, "inference-" + name);
@@ -50,7 +50,7 @@ struct Worst {
 
 // Prefills of each length, then decode steps to the end of the block, each position's logits against the
 // oracle's full-sequence logits [B, T, V] for the same tokens.
-void check_cached_against(const nn::Gpt& model, const std::vector<int>& tokens, const std::vector<double>& oracle,
+void check_cached_against(const nn::Decoder& model, const std::vector<int>& tokens, const std::vector<double>& oracle,
                           int B, Worst& worst) {
   const int T = model.config().block_size, V = model.config().vocab_size;
   for (int P : {1, 7, 64, T - 1}) {
@@ -83,9 +83,9 @@ void check_cached_against(const nn::Gpt& model, const std::vector<int>& tokens, 
 
 TEST(Inference, CachedLogitsMatchTheOracleAtEveryPosition) {
   Worst worst;
-  const nn::GptConfig c{2, 4, 32, 72, 29};
+  const nn::DecoderConfig c{2, 4, 32, 72, 29};
   const int B = 2, T = c.block_size, V = c.vocab_size;
-  const nn::Gpt model(c, kHost, 11);
+  const nn::Decoder model(c, kHost, 11);
   const auto params = randomize(model);
   const auto tokens = random_tokens(static_cast<std::size_t>(B * T), V, 5);
   const auto oracle = reference::gpt_step({c.n_layer, c.n_head, c.n_embd, c.block_size, V}, params, tokens, tokens, B, T);
@@ -97,11 +97,11 @@ TEST(Inference, CachedLogitsMatchTheOracleAtEveryPosition) {
 TEST(Inference, LlamaCachedLogitsMatchTheOracleAtEveryPosition) {
   Worst worst;
   for (int kv : {4, 2, 1}) {
-    nn::GptConfig c{2, 4, 32, 72, 29};
+    nn::DecoderConfig c{2, 4, 32, 72, 29};
     c.arch = nn::Arch::llama;
     c.n_kv_head = kv;
     const int B = 2, T = c.block_size, V = c.vocab_size;
-    const nn::Gpt model(c, kHost, 12);
+    const nn::Decoder model(c, kHost, 12);
     const auto params = randomize(model);
     const auto tokens = random_tokens(static_cast<std::size_t>(B * T), V, 6);
     const auto oracle = reference::llama_step({c.n_layer, c.n_head, nn::kv_heads(c), c.n_embd, nn::mlp_hidden(c), V,
@@ -114,8 +114,8 @@ TEST(Inference, LlamaCachedLogitsMatchTheOracleAtEveryPosition) {
 }
 
 TEST(Inference, GreedyGenerationIsTheArgmaxOfFullRecomputation) {
-  const nn::GptConfig c{2, 2, 16, 40, 23};
-  const nn::Gpt model(c, kHost, 3);
+  const nn::DecoderConfig c{2, 2, 16, 40, 23};
+  const nn::Decoder model(c, kHost, 3);
   randomize(model);
   const int B = 2, P = 5, N = c.block_size - P + 1;
   const auto prompts = random_tokens(static_cast<std::size_t>(B * P), c.vocab_size, 9);
@@ -142,8 +142,8 @@ TEST(Inference, GreedyGenerationIsTheArgmaxOfFullRecomputation) {
 }
 
 TEST(Inference, SeededSamplingRepeatsAndRefusals) {
-  const nn::GptConfig c{1, 2, 8, 16, 11};
-  const nn::Gpt model(c, kHost, 1);
+  const nn::DecoderConfig c{1, 2, 8, 16, 11};
+  const nn::Decoder model(c, kHost, 1);
   const auto run = [&](std::uint64_t seed) {
     nn::GenerateOptions options;
     options.new_tokens = 12;

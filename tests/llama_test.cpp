@@ -19,14 +19,14 @@ namespace {
 
 const ag::Device kHost = ag::Device::host;
 
-nn::GptConfig llama(int layers, int heads, int kv_heads, int width, int block, int vocab) {
-  nn::GptConfig c{layers, heads, width, block, vocab};
+nn::DecoderConfig llama(int layers, int heads, int kv_heads, int width, int block, int vocab) {
+  nn::DecoderConfig c{layers, heads, width, block, vocab};
   c.arch = nn::Arch::llama;
   c.n_kv_head = kv_heads;
   return c;
 }
 
-std::string refusal(const nn::GptConfig& c) {
+std::string refusal(const nn::DecoderConfig& c) {
   try {
     nn::check_config(c);
   } catch (const Error& e) {
@@ -52,7 +52,7 @@ TEST(Llama, ParameterNamesShapesAndCount) {
   EXPECT_EQ(shapes[10].first, "model.layers.1.input_layernorm.weight");
   EXPECT_EQ(shapes[shapes.size() - 2], (std::pair<std::string, Shape>{"model.norm.weight", {C}}));
   EXPECT_EQ(shapes.back(), (std::pair<std::string, Shape>{"lm_head.weight", {V, C}}));
-  const nn::Gpt model(c, kHost, 1);
+  const nn::Decoder model(c, kHost, 1);
   EXPECT_EQ(model.parameter_count(), 2 * V * C + 2 * (2 * C * C + 2 * KV * C + 3 * F * C + 2 * C) + C);
   // Norm weights start at 1, the rest drawn.
   for (float w : model.parameter("model.layers.1.post_attention_layernorm.weight").values()) EXPECT_EQ(w, 1.0f);
@@ -63,7 +63,7 @@ TEST(Llama, ParameterNamesShapesAndCount) {
   auto wide = c;
   wide.ffn_hidden = 24;
   EXPECT_EQ(nn::mlp_hidden(wide), 24);
-  EXPECT_EQ(nn::mlp_hidden(nn::GptConfig{1, 2, 16, 8, 5}), 64);
+  EXPECT_EQ(nn::mlp_hidden(nn::DecoderConfig{1, 2, 16, 8, 5}), 64);
   EXPECT_EQ(nn::kv_heads(llama(1, 4, 0, 16, 8, 5)), 4);
 }
 
@@ -79,7 +79,7 @@ TEST(Llama, ArchNamesAndConfigRefusals) {
   EXPECT_EQ(refusal(llama(1, 4, 3, 16, 8, 5)), "model: n_head = 4 is not a multiple of kv_heads = 3");
   EXPECT_EQ(refusal(llama(1, 4, 8, 16, 8, 5)), "model: n_head = 4 is not a multiple of kv_heads = 8");
   EXPECT_EQ(refusal(llama(1, 4, 0, 12, 8, 5)), "model: llama's head dim n_embd / n_head = 12 / 4 = 3 must be even (rope rotates pairs)");
-  nn::GptConfig gpt2{1, 4, 16, 8, 5};
+  nn::DecoderConfig gpt2{1, 4, 16, 8, 5};
   gpt2.n_kv_head = 2;
   EXPECT_EQ(refusal(gpt2), "model: gpt2 has no grouped-query attention: n_kv_head = 2 differs from n_head = 4");
   gpt2.n_kv_head = 4;
@@ -115,7 +115,7 @@ TEST_P(LlamaStep, MatchesOracle) {
   const auto p = GetParam();
   auto c = llama(2, 4, p.kv_heads, 16, 17, 13);
   c.rope_base = 500.0f;  // positions up to 16 turn the slow pairs too
-  const nn::Gpt model(c, kHost, 7);
+  const nn::Decoder model(c, kHost, 7);
   // Larger-than-init weights so that every layer matters to the loss.
   reference::Params params;
   for (const auto& [name, var] : model.parameters()) {
@@ -178,7 +178,7 @@ const std::string kText =
 TEST(Llama, LossFallsBelowUniformGuess) {
   const auto data = nn::Dataset::from_text(kText);
   const auto c = llama(1, 4, 2, 32, 16, data.vocab.size());
-  const nn::Gpt model(c, kHost, 1);
+  const nn::Decoder model(c, kHost, 1);
   nn::Adamw optimizer(model.parameters(), nn::AdamwConfig{});
   nn::BatchSampler sampler(data.train, 8, c.block_size, 2);
   std::vector<float> losses;
@@ -198,7 +198,7 @@ TEST(Llama, CheckpointRoundTripAndResumedStep) {
   c.ffn_hidden = 40;
   c.rope_base = 321.5f;
   c.norm_eps = 1e-6f;
-  const nn::Gpt model(c, kHost, 5);
+  const nn::Decoder model(c, kHost, 5);
   nn::Adamw optimizer(model.parameters(), nn::AdamwConfig{});
   nn::BatchSampler sampler(data.train, 2, c.block_size, 6);
   for (int i = 0; i < 3; ++i) nn::train_step(model, optimizer, sampler.next(), 1e-3f);
@@ -222,7 +222,7 @@ TEST(Llama, CheckpointRoundTripAndResumedStep) {
   EXPECT_EQ(ck.config.ffn_hidden, 40);
   EXPECT_EQ(ck.config.rope_base, 321.5f);
   EXPECT_EQ(ck.config.norm_eps, 1e-6f);
-  const nn::Gpt loaded(ck.config, kHost, 99);
+  const nn::Decoder loaded(ck.config, kHost, 99);
   nn::assign_parameters(loaded, ck);
   for (const auto& [name, var] : model.parameters()) EXPECT_EQ(var.values(), loaded.parameter(name).values()) << name;
   EXPECT_EQ(nn::evaluate(model, data.val, 4), nn::evaluate(loaded, data.val, 4));
@@ -240,8 +240,8 @@ TEST(Llama, CheckpointRoundTripAndResumedStep) {
 // norm_eps) loads as gpt2.
 TEST(Llama, CheckpointWithoutArchIsGpt2) {
   const auto data = nn::Dataset::from_text(kText);
-  const nn::GptConfig c{1, 2, 16, 16, data.vocab.size()};
-  const nn::Gpt model(c, kHost, 5);
+  const nn::DecoderConfig c{1, 2, 16, 16, data.vocab.size()};
+  const nn::Decoder model(c, kHost, 5);
   const std::string path = temp_path("old.safetensors");
   nn::save_model(path, model, data.vocab, 0);
   auto st = io::read_safetensors(path);

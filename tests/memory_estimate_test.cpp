@@ -1,7 +1,7 @@
 // ptk::nn::estimate_training_memory against hand counts (ptk info --model).
 #include <gtest/gtest.h>
 
-#include "ptk/nn/gpt.hpp"
+#include "ptk/nn/decoder.hpp"
 #include "ptk/nn/memory_estimate.hpp"
 
 namespace {
@@ -92,17 +92,17 @@ TEST(MemoryEstimate, HugeContextAndVocabularySaturateEverywhere) {
 TEST(MemoryEstimate, LlamaParametersMatchTheModel) {
   for (int kv : {4, 2, 1})
     for (int ffn : {0, 40}) {
-      ptk::nn::GptConfig c{3, 4, 24, 10, 7};
+      ptk::nn::DecoderConfig c{3, 4, 24, 10, 7};
       c.arch = ptk::nn::Arch::llama;
       c.n_kv_head = kv;
       c.ffn_hidden = ffn;
-      const ptk::nn::Gpt model(c, ptk::ag::Device::host, 1);
+      const ptk::nn::Decoder model(c, ptk::ag::Device::host, 1);
       const ptk::nn::ModelShape m{3, 4, 24, 10, 7, 1, ptk::nn::Arch::llama, kv, ffn};
       EXPECT_EQ(ptk::nn::llama_parameters(m), model.parameter_count()) << "kv " << kv << " ffn " << ffn;
       EXPECT_EQ(ptk::nn::estimate_training_memory(m).parameters, model.parameter_count());
     }
   // GPT-2 through the same entry point.
-  const ptk::nn::Gpt gpt2(ptk::nn::GptConfig{3, 4, 24, 10, 7}, ptk::ag::Device::host, 1);
+  const ptk::nn::Decoder gpt2(ptk::nn::DecoderConfig{3, 4, 24, 10, 7}, ptk::ag::Device::host, 1);
   EXPECT_EQ(ptk::nn::estimate_training_memory({3, 4, 24, 10, 7, 1}).parameters, gpt2.parameter_count());
 }
 

@@ -39,7 +39,7 @@ struct Trace {
 };
 
 // Runs trainer to its end, appending to trace; then records the weights and the moments.
-void finish(nn::Trainer& trainer, const nn::Gpt& model, const nn::Adamw& optimizer, Trace& trace) {
+void finish(nn::Trainer& trainer, const nn::Decoder& model, const nn::Adamw& optimizer, Trace& trace) {
   while (!trainer.finished()) {
     const auto r = trainer.step();
     trace.losses.push_back(r.result.loss);
@@ -58,7 +58,7 @@ std::ptrdiff_t first_difference(const std::vector<T>& a, const std::vector<T>& b
   return -1;
 }
 
-void expect_bit_exact_resume(nn::GptConfig c) {
+void expect_bit_exact_resume(nn::DecoderConfig c) {
   const auto data = nn::Dataset::from_text(kText);
   c.vocab_size = data.vocab.size();
   nn::RunState start;
@@ -69,7 +69,7 @@ void expect_bit_exact_resume(nn::GptConfig c) {
 
   Trace whole;
   {
-    const nn::Gpt model(c, kDevice, start.seed);
+    const nn::Decoder model(c, kDevice, start.seed);
     nn::Adamw optimizer(model.parameters(), nn::AdamwConfig{});
     nn::Trainer trainer(model, optimizer, data.train, start);
     finish(trainer, model, optimizer, whole);
@@ -80,7 +80,7 @@ void expect_bit_exact_resume(nn::GptConfig c) {
   for (const int k : {1, 3, 17}) {
     Trace resumed;
     {
-      const nn::Gpt model(c, kDevice, start.seed);
+      const nn::Decoder model(c, kDevice, start.seed);
       nn::Adamw optimizer(model.parameters(), nn::AdamwConfig{});
       nn::Trainer trainer(model, optimizer, data.train, start);
       while (trainer.state().step < k) {
@@ -94,7 +94,7 @@ void expect_bit_exact_resume(nn::GptConfig c) {
     ASSERT_TRUE(ck.training.has_value());
     EXPECT_EQ(ck.step, k);
     EXPECT_EQ(ck.training->run.id, start.id);
-    const nn::Gpt model(ck.config, kDevice, /*seed, overwritten by the checkpoint=*/999);
+    const nn::Decoder model(ck.config, kDevice, /*seed, overwritten by the checkpoint=*/999);
     nn::assign_parameters(model, ck);
     nn::Adamw optimizer(model.parameters(), nn::AdamwConfig{});
     nn::restore_optimizer(optimizer, *ck.training);
@@ -115,10 +115,10 @@ void expect_bit_exact_resume(nn::GptConfig c) {
   std::remove(path.c_str());
 }
 
-TEST(Resume, IsBitExactAtAnyStep) { expect_bit_exact_resume(nn::GptConfig{2, 2, 16, 16, 0}); }
+TEST(Resume, IsBitExactAtAnyStep) { expect_bit_exact_resume(nn::DecoderConfig{2, 2, 16, 16, 0}); }
 
 TEST(Resume, LlamaIsBitExactAtAnyStep) {
-  nn::GptConfig c{2, 4, 16, 16, 0};
+  nn::DecoderConfig c{2, 4, 16, 16, 0};
   c.arch = nn::Arch::llama;
   c.n_kv_head = 2;
   expect_bit_exact_resume(c);
@@ -129,9 +129,9 @@ TEST(Resume, LlamaIsBitExactAtAnyStep) {
 // weights alone still load.
 TEST(Resume, RefusesAnUnpairedTrainingState) {
   const auto data = nn::Dataset::from_text(kText);
-  const nn::GptConfig c{1, 1, 8, 8, data.vocab.size()};
+  const nn::DecoderConfig c{1, 1, 8, 8, data.vocab.size()};
   const std::string a = scratch_path("pair_a.safetensors"), b = scratch_path("pair_b.safetensors");
-  const nn::Gpt model(c, kDevice, 1);
+  const nn::Decoder model(c, kDevice, 1);
   nn::Adamw optimizer(model.parameters(), nn::AdamwConfig{});
   nn::RunState run;
   run.id = "00000000000000aa";

@@ -87,11 +87,11 @@ std::vector<int> tokens(int n, int V) {
   return t;
 }
 
-const nn::GptConfig kConfig{2, 2, 32, 16, 23};
+const nn::DecoderConfig kConfig{2, 2, 32, 16, 23};
 
 TEST(TrainStep, SteadyStateAllocatesNothing) {
   const auto data = tokens(2000, kConfig.vocab_size);
-  nn::Gpt model(kConfig, ag::Device::host, 3);
+  nn::Decoder model(kConfig, ag::Device::host, 3);
   nn::Adamw optimizer(model.parameters(), nn::AdamwConfig{});
   nn::BatchSampler sampler(data, 4, kConfig.block_size, 5);
   Watch watch;
@@ -129,7 +129,7 @@ TEST(TrainStep, SteadyStateAllocatesNothing) {
 TEST(TrainStep, ReusingBuffersChangesNoBit) {
   const auto data = tokens(2000, kConfig.vocab_size);
   const auto run = [&](bool reuse) {
-    nn::Gpt model(kConfig, ag::Device::host, 3);
+    nn::Decoder model(kConfig, ag::Device::host, 3);
     nn::Adamw optimizer(model.parameters(), nn::AdamwConfig{});
     nn::BatchSampler sampler(data, 4, kConfig.block_size, 5);
     std::optional<ag::ReuseBuffers> scope;

@@ -90,7 +90,7 @@ int generate_command(const Args& args) {
 
   const ag::Device device = ag::parse_device(o.device);
   const nn::Checkpoint checkpoint = nn::load_checkpoint(o.load, /*with_training_state=*/false);
-  const nn::GptConfig& config = checkpoint.config;
+  const nn::DecoderConfig& config = checkpoint.config;
   std::string text = !o.prompt_file.empty() ? read_prompt_file(o.prompt_file, config.block_size) : o.prompt;
   if (text.empty()) {
     if (!checkpoint.vocab.contains('\n'))
@@ -117,7 +117,7 @@ int generate_command(const Args& args) {
                          human_bytes(static_cast<double>(need.workspace_bytes)) + "; ptk info --model gives the parts",
                      device);
 
-  nn::Gpt model(config, device, 0);
+  nn::Decoder model(config, device, 0);
   nn::assign_parameters(model, checkpoint);
   nn::GenerateOptions options;
   options.new_tokens = o.n;

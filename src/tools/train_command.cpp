@@ -156,7 +156,7 @@ std::vector<std::string> apply_changes(nn::RunState& run, const Options& o, cons
 }
 
 // Refuses, before anything is allocated, a run whose estimated memory exceeds what the device has free.
-void check_memory(const nn::GptConfig& c, int batch, bool training, ag::Device device) {
+void check_memory(const nn::DecoderConfig& c, int batch, bool training, ag::Device device) {
   const auto e = nn::estimate_training_memory(
       {c.n_layer, c.n_head, c.n_embd, c.block_size, c.vocab_size, batch, c.arch, nn::kv_heads(c), nn::mlp_hidden(c)});
   const double need = training ? static_cast<double>(e.total_bytes())
@@ -177,7 +177,7 @@ void check_memory(const nn::GptConfig& c, int batch, bool training, ag::Device d
                      "; ptk info --model gives the parts) but " + where + " is " + human_bytes(available)};
 }
 
-std::string run_header(const nn::RunState& run, const nn::GptConfig& c, const std::string& data_path) {
+std::string run_header(const nn::RunState& run, const nn::DecoderConfig& c, const std::string& data_path) {
   return nlohmann::json{{"id", run.id},        {"data", data_path},        {"arch", nn::to_string(c.arch)},
                         {"kv_heads", nn::kv_heads(c)},                       {"layers", c.n_layer},
                         {"heads", c.n_head},   {"width", c.n_embd},        {"block", c.block_size},
@@ -188,7 +188,7 @@ std::string run_header(const nn::RunState& run, const nn::GptConfig& c, const st
 
 // What every rank of a data-parallel run must agree on before the first collective: the build, the model, the
 // run and the data (dist::require_same_configuration names the first difference).
-std::vector<std::pair<std::string, std::string>> agreement(const Options& o, const nn::GptConfig& c, const nn::RunState& run,
+std::vector<std::pair<std::string, std::string>> agreement(const Options& o, const nn::DecoderConfig& c, const nn::RunState& run,
                                                            ag::Device device, const std::string& load_step) {
   return {{"ptk", PTK_VERSION},
           {"kokkos", std::to_string(KOKKOS_VERSION)},
@@ -269,7 +269,7 @@ int train_command(const Args& args) {
   const std::string text = read_data(data_path);
   const std::string text_crc = io::crc32_hex(text.data(), text.size());
 
-  nn::GptConfig config{o.layers, o.heads, o.width, o.block, 0};
+  nn::DecoderConfig config{o.layers, o.heads, o.width, o.block, 0};
   config.arch = nn::parse_arch(o.arch);
   config.n_kv_head = o.kv_heads;
   nn::Dataset data;
@@ -337,7 +337,7 @@ int train_command(const Args& args) {
   const auto save_lock = !o.save.empty() && root ? hold_save_path(o.save) : nullptr;  // rank 0 writes it
   TrainLog log = o.log.empty() || !root ? TrainLog() : TrainLog(o.log);
 
-  nn::Gpt model(config, device, run.seed);
+  nn::Decoder model(config, device, run.seed);
   if (!o.load.empty()) nn::assign_parameters(model, checkpoint);
   // One process: AdamW as ever. Several: the data-parallel optimizer (nn/data_parallel.hpp), which never holds the
   // whole moments when sharded.

@@ -11,9 +11,7 @@
 #include "ptk/autograd/storage.hpp"
 #include "ptk/kernels/adamw.hpp"
 #include "ptk/kernels/add.hpp"
-#include "ptk/kernels/heads.hpp"
 #include "ptk/ops/activations.hpp"
-#include "ptk/ops/attention.hpp"
 #include "ptk/ops/cross_entropy.hpp"
 #include "ptk/ops/embedding.hpp"
 #include "ptk/ops/layernorm.hpp"
@@ -122,42 +120,6 @@ Var embedding(const Ids& ids, const Var& table) {
     return result<S>("embedding", y, device, {table}, [it = table.shared(), idv, order](VarImpl& out) {
       ops::embedding_backward(grad_of<S>(*it), out_grad<S>(out), idv, ops::IdsChecked::yes, order);
     });
-  });
-}
-
-Var causal_self_attention(const Var& qkv, int n_head) {
-  const Device device = check_args("causal_self_attention", {{"qkv", qkv}});
-  const Shape& s = qkv.shape();
-  require(s.size() == 3 && s[2] % 3 == 0, "causal_self_attention: qkv must be [B, T, 3C], got shape ", s);
-  const auto B = s[0], T = s[1], C = s[2] / 3;
-  require(n_head > 0 && C % n_head == 0, "causal_self_attention: C = ", C, " (qkv shape ", s,
-          ") is not divisible by n_head = ", n_head);
-  const auto H = static_cast<std::int64_t>(n_head), D = C / n_head;
-  return on_compute(device, [&](auto tag) {
-    using S = typename decltype(tag)::type;
-    using Tune = typename decltype(tag)::tune;
-    const auto as_rows = [](const Tensor<S>& t) { return Tensor3<S>(t.data(), t.dim(0), t.dim(1), t.dim(2)); };
-    const auto as_heads = [](const Tensor<S>& t) { return Tensor4<S>(t.data(), t.dim(0), t.dim(1), t.dim(2), t.dim(3)); };
-    const Tensor3<S> rows = as_rows(data_of<S>(qkv));
-    auto q = Tensor<S>::uninitialized({B, H, T, D}, "ptk::q"), k = Tensor<S>::uninitialized({B, H, T, D}, "ptk::k"),
-         v = Tensor<S>::uninitialized({B, H, T, D}, "ptk::v");
-    kernels::split_heads<S>(as_heads(q), rows, 0);
-    kernels::split_heads<S>(as_heads(k), rows, static_cast<int>(C));
-    kernels::split_heads<S>(as_heads(v), rows, static_cast<int>(2 * C));
-    auto r = ops::attention<S, Tune>(q, k, v, std::nullopt, /*causal=*/true);
-    auto y = Tensor<S>::uninitialized({B, T, C}, "ptk::attention_rows");
-    kernels::merge_heads<S>(as_rows(y), as_heads(r.out), 0, false);
-    return result<S>("causal_self_attention", y, device, {qkv},
-                     [iq = qkv.shared(), q, k, v, o = r.out, lse = r.lse, as_rows, as_heads, C](VarImpl& out) {
-                       auto dout = Tensor<S>::uninitialized(o.shape(), "ptk::attention_dout");
-                       kernels::split_heads<S>(as_heads(dout), as_rows(out_grad<S>(out)), 0);
-                       Tensor<S> dq(q.shape(), "ptk::dq"), dk(k.shape(), "ptk::dk"), dv(v.shape(), "ptk::dv");
-                       ops::attention_backward<S, Tune>(dq, dk, dv, dout, q, k, v, o, lse, std::nullopt, true);
-                       const Tensor3<S> drows = as_rows(grad_of<S>(*iq));
-                       kernels::merge_heads<S>(drows, as_heads(dq), 0, true);
-                       kernels::merge_heads<S>(drows, as_heads(dk), static_cast<int>(C), true);
-                       kernels::merge_heads<S>(drows, as_heads(dv), static_cast<int>(2 * C), true);
-                     });
   });
 }
 

@@ -16,9 +16,21 @@ Var linear(const Var& x, const Var& weight, const Var& bias = Var());
 Var layernorm(const Var& x, const Var& weight, const Var& bias, float eps = 1e-5f);  // over the last dim
 Var gelu(const Var& x);                                               // tanh form, as GPT-2
 Var embedding(const Ids& ids, const Var& table);                       // ids[...], table[V, C] -> [..., C]
-// qkv[B, T, 3C] holds q, k, v in that order, each split into n_head consecutive chunks of C / n_head;
-// returns the heads' causal attention outputs, scale 1/sqrt(C / n_head), concatenated back to [B, T, C].
-Var causal_self_attention(const Var& qkv, int n_head);
+
+// A projection's rows and where their heads start: head h of `rows` [B, T, W] is the columns
+// offset + h·D … offset + (h + 1)·D (GPT-2's fused qkv keeps q, k and v side by side in one rows tensor).
+struct HeadColumns {
+  const Var& rows;
+  int offset = 0;
+};
+// heads query heads of dim D; kv_heads key/value heads (heads a multiple of kv_heads: grouped-query attention).
+struct HeadLayout {
+  int heads, kv_heads, dim;
+};
+// Causal softmax(q kᵀ / sqrt(D)) v per query head h, which reads kv head h / (heads / kv_heads); q has `heads`
+// heads, k and v `kv_heads` (their columns may share one rows tensor). Returns [B, T, heads·D]. The kernels index
+// the kv head (no copy per query head); a kv head's gradient is one sum over its group (attention.cpp).
+Var causal_attention(HeadColumns q, HeadColumns k, HeadColumns v, const HeadLayout& layout);
 // Mean over counted rows of -log softmax(logits[..., V])[target], shape [1].
 Var cross_entropy(const Var& logits, const Ids& targets, int ignore_index = -100);
 Var sum_product(const Var& a, const Var& b);                          // Σ a ∘ b, shape [1]
@@ -30,9 +42,6 @@ Var mul(const Var& a, const Var& b);                                  // a ∘ b
 // x[B, T, n_head·D] (D even): each head's D rotated as ops::rope does (half-split pairs, layout bthd), position t
 // by (t + pos_offset) · base^(-2i/D).
 Var rope(const Var& x, int n_head, int pos_offset = 0, float base = 10000.0f);
-// q[B, T, H·D], k and v [B, T, Hkv·D] (H = n_head, Hkv = n_kv_head, H % Hkv == 0) -> [B, T, H·D]: causal
-// softmax(q kᵀ / sqrt(D)) v per query head h, which reads kv head h / (H / Hkv) (grouped-query attention).
-Var causal_attention(const Var& q, const Var& k, const Var& v, int n_head, int n_kv_head);
 
 // The optimizer's kernels, applied to parameters and their state outside any graph. Nothing is read back:
 // the gradient norm and the clipping factor stay on the device.

@@ -32,8 +32,8 @@ void check_same_device(const char* op, const Var& a, const char* a_name, const V
 
 }  // namespace
 
-Var cached_attention(HeadColumns q, HeadColumns k, HeadColumns v, int n_head, const Var& k_cache, const Var& v_cache,
-                     int pos) {
+Var cached_attention(HeadColumns q, HeadColumns k, HeadColumns v, const HeadLayout& layout, const Var& k_cache,
+                     const Var& v_cache, int pos) {
   const char* op = "cached_attention";
   check_same_device(op, q.rows, "q", k_cache, "K cache");
   check_same_device(op, k.rows, "k", k_cache, "K cache");
@@ -43,47 +43,35 @@ Var cached_attention(HeadColumns q, HeadColumns k, HeadColumns v, int n_head, co
   require(cs.size() == 4 && v_cache.shape() == cs, op, ": the caches must be [B, Hkv, Tmax, D] alike, got K ",
           cs, " and V ", v_cache.shape());
   const Shape& qs = q.rows.shape();
-  require(qs.size() == 3 && k.rows.shape().size() == 3 && v.rows.shape().size() == 3, op,
-          ": q, k and v rows must be [B, Tn, W], got ", qs, ", ", k.rows.shape(), ", ",
-          v.rows.shape());
-  const auto B = cs[0], Hkv = cs[1], D = cs[3], Tn = qs[1], H = static_cast<std::int64_t>(n_head);
-  require(H % Hkv == 0, op, ": n_head = ", n_head, " is not a multiple of the cache's kv heads ", Hkv, " (cache ",
-          cs, ")");
-  require(n_head > 0 && q.offset >= 0 && q.offset + H * D <= qs[2], op, ": ", n_head, " query heads of ", D,
-          " from column ", q.offset, " do not fit q rows ", qs);
-  require(qs[0] == B && k.rows.shape()[0] == B && v.rows.shape()[0] == B && k.rows.shape()[1] == Tn &&
-              v.rows.shape()[1] == Tn,
-          op, ": q ", qs, ", k ", k.rows.shape(), " and v ", v.rows.shape(),
-          " must share B and Tn with the cache ", cs);
+  require(qs.size() == 3, op, ": q rows must be [B, Tn, W], got ", qs);
+  const auto B = cs[0], Tn = qs[1], H = static_cast<std::int64_t>(layout.heads), D = cs[3];
+  require(H > 0 && H % cs[1] == 0, op, ": ", H, " query heads are not a multiple of the cache's kv heads (cache ", cs, ")");
+  require(layout.kv_heads == cs[1] && layout.dim == D, op, ": ", layout.kv_heads, " kv heads of ", layout.dim,
+          " do not match the cache ", cs);
+  require(qs[0] == B, op, ": q rows ", qs, " and the cache ", cs, " must share B");
+  // The new tokens' keys and values into the cache (ops::kv_cache_append checks k and v's rows against it).
+  on_device(k_cache.device(), [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    ops::kv_cache_append(data_of<S>(k_cache), data_of<S>(v_cache), data_of<S>(k.rows), k.offset, data_of<S>(v.rows),
+                         v.offset, pos);
+  });
+  // Prefill: nothing before the new tokens, so they attend only each other: flash attention on their own rows.
+  if (pos == 0 && Tn > 1) return causal_attention(q, k, v, layout);
+  // Decode: q read from its rows and the output written into y's rows in place (strided heads).
+  require(H > 0 && q.offset >= 0 && q.offset + H * D <= qs[2], op, ": ", H, " query heads of ", D, " from column ",
+          q.offset, " do not fit q rows ", qs);
   const Device device = k_cache.device();
   return on_compute(device, [&](auto tag) {
     using S = typename decltype(tag)::type;
     using Tune = typename decltype(tag)::tune;
-    const Tensor<S>&kc = data_of<S>(k_cache), &vc = data_of<S>(v_cache);
-    ops::kv_cache_append(kc, vc, data_of<S>(k.rows), k.offset, data_of<S>(v.rows), v.offset, pos);
+    const Tensor<S>& q_rows = data_of<S>(q.rows);
     const int b = static_cast<int>(B), tn = static_cast<int>(Tn), h = static_cast<int>(H), d = static_cast<int>(D);
     auto y = Tensor<S>::uninitialized({B, Tn, H * D}, "ptk::cached_attention");
-    if (pos == 0 && Tn > 1) {
-      // Prefill: flash attention over the new tokens' heads (each kv head repeated for its group).
-      const auto split = [&](HeadColumns x, std::int64_t heads, int group) {
-        const Tensor<S>& rows = data_of<S>(x.rows);
-        auto t = Tensor<S>::uninitialized({B, heads, Tn, D}, "ptk::heads");
-        kernels::split_heads<S>(Tensor4<S>(t.data(), B, heads, Tn, D),
-                                Tensor3<S>(rows.data(), rows.dim(0), rows.dim(1), rows.dim(2)), x.offset, group);
-        return t;
-      };
-      const int group = static_cast<int>(H / Hkv);
-      const auto r = ops::attention<S, Tune>(split(q, H, 1), split(k, H, group), split(v, H, group), std::nullopt, true);
-      kernels::merge_heads<S>(Tensor3<S>(y.data(), B, Tn, H * D), Tensor4<S>(r.out.data(), B, H, Tn, D), 0, false);
-    } else {
-      // Decode: q read from its rows and the output written into y's rows in place (strided heads).
-      const Tensor<S>& q_rows = data_of<S>(q.rows);
-      auto lse = Tensor<S>::uninitialized({B, H, Tn}, "ptk::decode_attention_lse");
-      ops::detail::decode_attention_heads<S>(
-          kernels::heads_of<S>(y.data(), b, tn, h * d, 0, h, d), lse,
-          kernels::heads_of<S>(q_rows.data(), b, tn, static_cast<int>(q_rows.dim(2)), q.offset, h, d), kc, vc, pos + Tn,
-          std::nullopt, 0);
-    }
+    auto lse = Tensor<S>::uninitialized({B, H, Tn}, "ptk::decode_attention_lse");
+    ops::detail::decode_attention_heads<S, Tune>(
+        kernels::heads_of<S>(y.data(), b, tn, h * d, 0, h, d), lse,
+        kernels::heads_of<S>(q_rows.data(), b, tn, static_cast<int>(q_rows.dim(2)), q.offset, h, d), data_of<S>(k_cache),
+        data_of<S>(v_cache), pos + Tn, std::nullopt, 0);
     return wrap<S>(y, device);
   });
 }

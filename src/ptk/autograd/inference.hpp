@@ -5,25 +5,18 @@
 #include <memory>
 #include <vector>
 
-#include "ptk/autograd/variable.hpp"
+#include "ptk/autograd/functions.hpp"
 
 namespace ptk::ag {
 
-// A projection's rows and where their heads start: heads h of `rows` [B, Tn, W] are the columns
-// offset + h·D … offset + (h + 1)·D (GPT-2's fused qkv keeps q, k and v side by side in one rows tensor).
-struct HeadColumns {
-  const Var& rows;
-  int offset;
-};
-
-// Appends the Tn new tokens' keys and values (k, v: n_kv_head heads) to the caches [B, Hkv, Tmax, D] at
-// positions pos … pos + Tn − 1, then attends the new queries (q: n_head heads) to cache positions 0 … pos + Tn − 1,
-// causally (query t sees the keys up to its own position); query head h reads kv head h / (n_head / Hkv). Returns
-// [B, Tn, n_head·D]. A first call (pos = 0) with several tokens runs the prefill as flash attention over the new
-// tokens (kv heads repeated for their groups); every other call runs the split-KV decode attention over the
+// Appends the Tn new tokens' keys and values (k, v: layout.kv_heads heads) to the caches [B, Hkv, Tmax, D] at
+// positions pos … pos + Tn − 1, then attends the new queries (q: layout.heads heads) to cache positions
+// 0 … pos + Tn − 1, causally (query t sees the keys up to its own position); query head h reads kv head
+// h / (heads / kv_heads). Returns [B, Tn, heads·D]. A first call (pos = 0) with several tokens is a prefill: it
+// runs causal_attention over the new tokens (flash); every other call runs the split-KV decode attention over the
 // cache, where a group's query heads share each read of a key.
-Var cached_attention(HeadColumns q, HeadColumns k, HeadColumns v, int n_head, const Var& k_cache, const Var& v_cache,
-                     int pos);
+Var cached_attention(HeadColumns q, HeadColumns k, HeadColumns v, const HeadLayout& layout, const Var& k_cache,
+                     const Var& v_cache, int pos);
 
 // x[..., out] += a[..., in] · weight[out, in]ᵀ + bias[out] (bias may be undefined), in place: a residual
 // connection without a separate add (a decode step's launches cost more than its arithmetic). x's old value is

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "ptk/autograd/functions.hpp"
-#include "ptk/nn/gpt.hpp"
+#include "ptk/nn/decoder.hpp"
 
 namespace ptk::nn {
 

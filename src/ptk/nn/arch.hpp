@@ -1,5 +1,5 @@
 #pragma once
-// Which decoder a GptConfig describes (nn/gpt.hpp). Its own header, free of the autograd, so that the memory
+// Which decoder a DecoderConfig describes (nn/decoder.hpp). Its own header, free of the autograd, so that the memory
 // estimate (constexpr, nn/memory_estimate.hpp) can name it.
 namespace ptk::nn {
 

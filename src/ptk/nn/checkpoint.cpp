@@ -31,7 +31,7 @@ void require_checksums(const std::map<std::string, std::string>& meta, const std
 
 // How many tensors a model of this config has, without listing them: n_layer may be hostile (2^30), and the list
 // of its names would be gigabytes.
-std::int64_t tensor_count(GptConfig c) {
+std::int64_t tensor_count(DecoderConfig c) {
   const std::int64_t layers = c.n_layer;
   c.n_layer = 1;
   const auto one = static_cast<std::int64_t>(parameter_shapes(c).size());
@@ -125,7 +125,7 @@ io::Safetensors to_safetensors(const NamedParameters& params) {
   return st;
 }
 
-std::map<std::string, std::string> model_metadata(const Gpt& model, const Vocab& vocab, int step) {
+std::map<std::string, std::string> model_metadata(const Decoder& model, const Vocab& vocab, int step) {
   const auto& c = model.config();
   require(vocab.size() == c.vocab_size, "checkpoint: the vocabulary has ", vocab.size(), " bytes, the model ",
           c.vocab_size);
@@ -205,19 +205,19 @@ std::string state_path(const std::string& checkpoint_path, int step) {
   return checkpoint_path + suffix;
 }
 
-void save_model(const std::string& path, const Gpt& model, const Vocab& vocab, int step) {
+void save_model(const std::string& path, const Decoder& model, const Vocab& vocab, int step) {
   io::Safetensors st = to_safetensors(model.parameters());
   st.metadata = model_metadata(model, vocab, step);
   io::write_safetensors(path, st);
   remove_other_states(path, "");
 }
 
-void save_checkpoint(const std::string& path, const Gpt& model, const Vocab& vocab, const Adamw& optimizer,
+void save_checkpoint(const std::string& path, const Decoder& model, const Vocab& vocab, const Adamw& optimizer,
                      const RunState& run) {
   save_checkpoint(path, model, vocab, optimizer.state(), optimizer.steps_taken(), run);
 }
 
-void save_checkpoint(const std::string& path, const Gpt& model, const Vocab& vocab, const NamedParameters& moments,
+void save_checkpoint(const std::string& path, const Decoder& model, const Vocab& vocab, const NamedParameters& moments,
                      int optimizer_steps, const RunState& run) {
   const std::string state_file = state_path(path, run.step);
   io::Safetensors state = to_safetensors(moments);
@@ -334,7 +334,7 @@ Checkpoint load_checkpoint(const std::string& path, bool with_training_state) {
   return ck;
 }
 
-void assign_parameters(const Gpt& model, const Checkpoint& checkpoint) {
+void assign_parameters(const Decoder& model, const Checkpoint& checkpoint) {
   for (const auto& p : checkpoint.parameters) model.parameter(p.first).assign(p.second);
 }
 

@@ -1,7 +1,7 @@
 #pragma once
 // Checkpoints: two safetensors files that are a pair.
 //
-// The model file (path) holds one F32 tensor per model parameter under its architecture's name (nn/gpt.hpp:
+// The model file (path) holds one F32 tensor per model parameter under its architecture's name (nn/decoder.hpp:
 // GPT-2's or Hugging Face Llama's) and, in __metadata__, arch ("gpt2" or "llama"), n_layer, n_head, n_kv_head
 // (kv_heads: n_head for gpt2), n_embd, ffn_hidden (mlp_hidden: 4·n_embd for gpt2), block_size, vocab_size,
 // rope_base and norm_eps (floats in 9 significant digits; rope_base unused by gpt2), vocab (the byte values in id
@@ -29,7 +29,7 @@
 #include "ptk/nn/adamw.hpp"
 #include "ptk/nn/data.hpp"
 #include "ptk/nn/data_parallel.hpp"
-#include "ptk/nn/gpt.hpp"
+#include "ptk/nn/decoder.hpp"
 #include "ptk/nn/train.hpp"
 
 namespace ptk::nn {
@@ -38,13 +38,13 @@ namespace ptk::nn {
 std::string state_path(const std::string& checkpoint_path, int step);
 
 // The model alone (an export, or `--eval-only --save`): a later load starts a new run from its weights.
-void save_model(const std::string& path, const Gpt& model, const Vocab& vocab, int step);
+void save_model(const std::string& path, const Decoder& model, const Vocab& vocab, int step);
 
 // The model and its training state, paired (above); step = run.step.
-void save_checkpoint(const std::string& path, const Gpt& model, const Vocab& vocab, const Adamw& optimizer,
+void save_checkpoint(const std::string& path, const Decoder& model, const Vocab& vocab, const Adamw& optimizer,
                      const RunState& run);
 // The same from the optimizer's moments as Adamw::state() names them (a data-parallel run's, gathered to rank 0).
-void save_checkpoint(const std::string& path, const Gpt& model, const Vocab& vocab, const NamedParameters& moments,
+void save_checkpoint(const std::string& path, const Decoder& model, const Vocab& vocab, const NamedParameters& moments,
                      int optimizer_steps, const RunState& run);
 
 struct TrainingState {
@@ -55,7 +55,7 @@ struct TrainingState {
 };
 
 struct Checkpoint {
-  GptConfig config;
+  DecoderConfig config;
   Vocab vocab;
   int step = 0;
   std::vector<std::pair<std::string, std::vector<float>>> parameters;  // in the model's order
@@ -70,7 +70,7 @@ struct Checkpoint {
 Checkpoint load_checkpoint(const std::string& path, bool with_training_state = true);
 
 // Copies the checkpoint's parameters into a model built from its config.
-void assign_parameters(const Gpt& model, const Checkpoint& checkpoint);
+void assign_parameters(const Decoder& model, const Checkpoint& checkpoint);
 
 // Copies the moments and the step count into an optimizer over the same model.
 void restore_optimizer(Adamw& optimizer, const TrainingState& state);

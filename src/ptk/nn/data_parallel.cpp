@@ -31,7 +31,7 @@ Batch slice_batch(const Batch& batch, const Share& share) {
   return out;
 }
 
-DataParallelAdamw::DataParallelAdamw(const Gpt& model, const AdamwConfig& config, dist::Comm& comm,
+DataParallelAdamw::DataParallelAdamw(const Decoder& model, const AdamwConfig& config, dist::Comm& comm,
                                      const DataParallelOptions& options)
     : model_(model), config_(config), comm_(comm), options_(options), flat_(vars_of(model.parameters())) {
   const std::int64_t n = flat_.size();

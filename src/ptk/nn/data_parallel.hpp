@@ -30,7 +30,7 @@
 #include "ptk/dist/comm.hpp"
 #include "ptk/nn/adamw.hpp"
 #include "ptk/nn/data.hpp"
-#include "ptk/nn/gpt.hpp"
+#include "ptk/nn/decoder.hpp"
 
 namespace ptk::nn {
 
@@ -52,7 +52,7 @@ struct DataParallelOptions {
 class DataParallelAdamw {
  public:
   // Binds the model's parameters into flat buffers (ag::FlatParameters). Every rank must call it.
-  DataParallelAdamw(const Gpt& model, const AdamwConfig& config, dist::Comm& comm, const DataParallelOptions& options);
+  DataParallelAdamw(const Decoder& model, const AdamwConfig& config, dist::Comm& comm, const DataParallelOptions& options);
 
   // True when the gradients' reduction overlaps the backward pass: the step then runs
   // backward(backward_hook(weight)) instead of backward().
@@ -86,7 +86,7 @@ class DataParallelAdamw {
  private:
   void reduce_gradients(float weight);
 
-  const Gpt& model_;
+  const Decoder& model_;
   AdamwConfig config_;
   dist::Comm& comm_;
   DataParallelOptions options_;

@@ -6,8 +6,8 @@
 
 namespace ptk::nn {
 
-KvCache make_kv_cache(const Gpt& model, int batch, int capacity) {
-  const GptConfig& c = model.config();
+KvCache make_kv_cache(const Decoder& model, int batch, int capacity) {
+  const DecoderConfig& c = model.config();
   require(batch > 0, "kv cache: batch must be positive, got ", batch);
   require(capacity > 0 && capacity <= c.block_size, "kv cache: capacity ", capacity, " must be in [1, block_size = ",
           c.block_size, "]");
@@ -22,82 +22,40 @@ KvCache make_kv_cache(const Gpt& model, int batch, int capacity) {
   return cache;
 }
 
-namespace {
-
-// Positions pos … pos + Tn − 1 of GPT-2: learned position embeddings, layernorm, fused qkv with biases, gelu MLP.
-ag::Var gpt2_cached(const Gpt& model, KvCache& cache, const ag::Ids& ids, const ag::Ids& positions, bool all_positions) {
-  const GptConfig& c = model.config();
-  const auto p = [&](const std::string& name) -> const ag::Var& { return model.parameter(name); };
-  const int C = c.n_embd, pos = cache.length;
-  // The residual stream: a tensor of its own, updated in place by each block's two projections.
-  ag::Var x = ag::add(ag::embedding(ids, p("wte.weight")), ag::embedding(positions, p("wpe.weight")));
-  for (int i = 0; i < c.n_layer; ++i) {
-    const std::string h = "h." + std::to_string(i) + ".";
-    ag::Var a = ag::layernorm(x, p(h + "ln_1.weight"), p(h + "ln_1.bias"), c.norm_eps);
-    const ag::Var qkv = ag::linear(a, p(h + "attn.c_attn.weight"), p(h + "attn.c_attn.bias"));
-    a = ag::cached_attention({qkv, 0}, {qkv, C}, {qkv, 2 * C}, c.n_head, cache.k[i], cache.v[i], pos);
-    ag::accumulate_linear(x, a, p(h + "attn.c_proj.weight"), p(h + "attn.c_proj.bias"));
-    ag::Var m = ag::layernorm(x, p(h + "ln_2.weight"), p(h + "ln_2.bias"), c.norm_eps);
-    m = ag::gelu(ag::linear(m, p(h + "mlp.c_fc.weight"), p(h + "mlp.c_fc.bias")));
-    ag::accumulate_linear(x, m, p(h + "mlp.c_proj.weight"), p(h + "mlp.c_proj.bias"));
-  }
-  if (!all_positions) x = ag::last_position(x);
-  x = ag::layernorm(x, p("ln_f.weight"), p("ln_f.bias"), c.norm_eps);
-  return ag::linear(x, p("wte.weight"));
+ag::Var CachedAttention::operator()(int layer, ag::HeadColumns q, ag::HeadColumns k, ag::HeadColumns v,
+                                    const ag::HeadLayout& heads) {
+  const auto i = static_cast<std::size_t>(layer);
+  return ag::cached_attention(q, k, v, heads, cache_.k[i], cache_.v[i], cache_.length);
 }
 
-// Llama: rope at the cache's position offset, rmsnorm, separate q/k/v projections (grouped kv heads), SwiGLU.
-ag::Var llama_cached(const Gpt& model, KvCache& cache, const ag::Ids& ids, bool all_positions) {
-  const GptConfig& c = model.config();
-  const auto p = [&](const std::string& name) -> const ag::Var& { return model.parameter(name); };
-  const int H = c.n_head, Hkv = kv_heads(c), pos = cache.length;
-  const float eps = c.norm_eps, base = c.rope_base;
-  ag::Var x = ag::embedding(ids, p("model.embed_tokens.weight"));  // the residual stream, updated in place
-  for (int i = 0; i < c.n_layer; ++i) {
-    const std::string l = "model.layers." + std::to_string(i) + ".";
-    const ag::Var h = ag::rmsnorm(x, p(l + "input_layernorm.weight"), eps);
-    const ag::Var q = ag::rope(ag::linear(h, p(l + "self_attn.q_proj.weight")), H, pos, base);
-    const ag::Var k = ag::rope(ag::linear(h, p(l + "self_attn.k_proj.weight")), Hkv, pos, base);
-    const ag::Var v = ag::linear(h, p(l + "self_attn.v_proj.weight"));
-    const ag::Var a = ag::cached_attention({q, 0}, {k, 0}, {v, 0}, H, cache.k[i], cache.v[i], pos);
-    ag::accumulate_linear(x, a, p(l + "self_attn.o_proj.weight"));
-    const ag::Var m = ag::rmsnorm(x, p(l + "post_attention_layernorm.weight"), eps);
-    const ag::Var gated =
-        ag::mul(ag::silu(ag::linear(m, p(l + "mlp.gate_proj.weight"))), ag::linear(m, p(l + "mlp.up_proj.weight")));
-    ag::accumulate_linear(x, gated, p(l + "mlp.down_proj.weight"));
-  }
-  if (!all_positions) x = ag::last_position(x);
-  x = ag::rmsnorm(x, p("model.norm.weight"), eps);
-  return ag::linear(x, p("lm_head.weight"));
-}
-
-}  // namespace
-
-ag::Var forward_cached(const Gpt& model, KvCache& cache, const std::vector<int>& ids, int Tn, bool all_positions) {
-  const GptConfig& c = model.config();
+ag::Var forward_cached(const Decoder& model, KvCache& cache, const std::vector<int>& ids, int Tn, bool all_positions) {
+  const DecoderConfig& c = model.config();
   const int B = cache.batch, pos = cache.length;
   require(Tn > 0 && static_cast<std::int64_t>(ids.size()) == static_cast<std::int64_t>(B) * Tn, "forward_cached: ",
           ids.size(), " ids for batch ", B, " x ", Tn, " new tokens");
   require(pos + Tn <= cache.capacity, "forward_cached: positions ", pos, " + ", Tn, " new tokens exceed the cache's ",
           cache.capacity, " (block_size ", c.block_size, ")");
   ag::NoGrad no_grad;
-  ag::Var logits;
-  if (c.arch == Arch::llama) {
-    logits = llama_cached(model, cache, ag::Ids::from_vector({B, Tn}, ids, model.device()), all_positions);
-  } else {
-    std::vector<int> positions(ids.size());
+  Tokens tokens{ag::Ids(), ag::Ids(), B, Tn};
+  if (parts_of(c.arch).positions == DecoderParts::Positions::learned) {
+    std::vector<int> positions(ids.size());  // uploaded with the ids, in one copy
     for (std::size_t i = 0; i < positions.size(); ++i)
       positions[i] = pos + static_cast<int>(i % static_cast<std::size_t>(Tn));
     const auto parts = ag::Ids::from_vectors({B, Tn}, {&ids, &positions}, model.device());
-    logits = gpt2_cached(model, cache, parts[0], parts[1], all_positions);
+    tokens.ids = parts[0];
+    tokens.positions = parts[1];
+  } else {
+    tokens.ids = ag::Ids::from_vector({B, Tn}, ids, model.device());
   }
+  CachedAttention attention(cache);
+  ag::Var logits = model.forward(tokens, attention, /*last_only=*/!all_positions);
   cache.length = pos + Tn;
   return logits;
 }
 
-GenerateStats generate(const Gpt& model, const std::vector<int>& prompts, int batch, const GenerateOptions& options,
+GenerateStats generate(const Decoder& model, const std::vector<int>& prompts, int batch, const GenerateOptions& options,
                        const std::function<void(int, int)>& emit) {
-  const GptConfig& c = model.config();
+  const DecoderConfig& c = model.config();
   require(batch > 0 && !prompts.empty() && prompts.size() % static_cast<std::size_t>(batch) == 0, "generate: ",
           prompts.size(), " prompt ids do not split into ", batch, " prompts of one length");
   const int P = static_cast<int>(prompts.size() / static_cast<std::size_t>(batch));

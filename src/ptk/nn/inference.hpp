@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "ptk/autograd/inference.hpp"
-#include "ptk/nn/gpt.hpp"
+#include "ptk/nn/decoder.hpp"
 
 namespace ptk::nn {
 
@@ -18,12 +18,27 @@ struct KvCache {
 };
 
 // capacity: at most the model's block_size (its position table / rope range); a ptk::Error otherwise.
-KvCache make_kv_cache(const Gpt& model, int batch, int capacity);
+KvCache make_kv_cache(const Decoder& model, int batch, int capacity);
+
+// The decoder's attention over a KV cache (Decoder::forward's strategy for generation): each layer appends the new
+// tokens' keys and values at cache.length and attends over the cache (ag::cached_attention); the residual stream
+// is updated in place (no graph).
+class CachedAttention final : public Attention {
+ public:
+  explicit CachedAttention(KvCache& cache) : cache_(cache) {}
+  int pos() const override { return cache_.length; }
+  bool in_place() const override { return true; }
+  ag::Var operator()(int layer, ag::HeadColumns q, ag::HeadColumns k, ag::HeadColumns v,
+                     const ag::HeadLayout& heads) override;
+
+ private:
+  KvCache& cache_;
+};
 
 // Runs ids [batch, Tn] (row-major, host) at positions cache.length … cache.length + Tn − 1, appending their keys
 // and values to the cache. Returns the logits of the last new position, [batch, V], or of every new position,
 // [batch, Tn, V], with all_positions. Records no graph. A ptk::Error when the cache cannot hold Tn more.
-ag::Var forward_cached(const Gpt& model, KvCache& cache, const std::vector<int>& ids, int Tn,
+ag::Var forward_cached(const Decoder& model, KvCache& cache, const std::vector<int>& ids, int Tn,
                        bool all_positions = false);
 
 struct GenerateOptions {
@@ -43,7 +58,7 @@ struct GenerateStats {
 // Generates options.new_tokens tokens after each of `batch` prompts of one length (prompts: [batch, P] row-major).
 // The draws come from a 64-bit Mersenne Twister seeded with options.seed: u = (next >> 40) · 2^-24 per row and
 // token, in row order. emit(row, token) receives each token as soon as it is drawn.
-GenerateStats generate(const Gpt& model, const std::vector<int>& prompts, int batch, const GenerateOptions& options,
+GenerateStats generate(const Decoder& model, const std::vector<int>& prompts, int batch, const GenerateOptions& options,
                        const std::function<void(int, int)>& emit);
 
 }  // namespace ptk::nn

@@ -1,5 +1,5 @@
 #pragma once
-// Memory needed to train the decoder (nn/gpt.hpp) in float32 with AdamW, as `ptk info --model` reports.
+// Memory needed to train the decoder (nn/decoder.hpp) in float32 with AdamW, as `ptk info --model` reports.
 //
 // The model (arch gpt2): token embedding wte [V, C] (tied: also the LM head), position embedding
 // wpe [T, C], L blocks of {ln1 (γ, β) [C] ×2, qkv [C, 3C] + bias [3C], attention projection

@@ -17,7 +17,7 @@ ag::Ids ids(const std::vector<int>& values, int B, int T, ag::Device device) {
 
 // One upload (inputs and targets together) and one read-back (the loss and the gradient norm together)
 // per step; everything else stays on the device.
-StepResult train_step(const Gpt& model, Adamw& optimizer, const Batch& batch, float lr) {
+StepResult train_step(const Decoder& model, Adamw& optimizer, const Batch& batch, float lr) {
   model.zero_grad();
   const auto io = ag::Ids::from_vectors({batch.B, batch.T}, {&batch.inputs, &batch.targets}, model.device());
   const ag::Var loss = model.loss(io[0], io[1], batch.B, batch.T);
@@ -27,7 +27,7 @@ StepResult train_step(const Gpt& model, Adamw& optimizer, const Batch& batch, fl
   return StepResult{values[0][0], values[1][0]};
 }
 
-StepResult train_step(const Gpt& model, DataParallelAdamw& optimizer, dist::Comm& comm, const Batch& batch, float lr,
+StepResult train_step(const Decoder& model, DataParallelAdamw& optimizer, dist::Comm& comm, const Batch& batch, float lr,
                       bool& stop) {
   const Share share = batch_share(batch.B, comm.rank(), comm.size());
   const Batch local = slice_batch(batch, share);
@@ -53,13 +53,13 @@ std::string new_run_id() {
   return buf;
 }
 
-Trainer::Trainer(const Gpt& model, Adamw& optimizer, const std::vector<int>& tokens, const RunState& state)
+Trainer::Trainer(const Decoder& model, Adamw& optimizer, const std::vector<int>& tokens, const RunState& state)
     : model_(model),
       optimizer_(&optimizer),
       state_(state),
       sampler_(tokens, state.batch, model.config().block_size, state.seed + 1, state.sampler_draws) {}
 
-Trainer::Trainer(const Gpt& model, DataParallelAdamw& optimizer, dist::Comm& comm, const std::vector<int>& tokens,
+Trainer::Trainer(const Decoder& model, DataParallelAdamw& optimizer, dist::Comm& comm, const std::vector<int>& tokens,
                  const RunState& state)
     : model_(model),
       parallel_(&optimizer),
@@ -79,7 +79,7 @@ StepReport Trainer::step(bool stop_requested) {
   return r;
 }
 
-double evaluate(const Gpt& model, const std::vector<int>& tokens, int batch, dist::Comm* comm) {
+double evaluate(const Decoder& model, const std::vector<int>& tokens, int batch, dist::Comm* comm) {
   const int T = model.config().block_size;
   const auto batches = validation_batches(tokens, batch, T);
   require(!batches.empty(), "evaluate: ", tokens.size(), " validation tokens cannot fill one window of block_size + 1 = ",
@@ -99,7 +99,7 @@ double evaluate(const Gpt& model, const std::vector<int>& tokens, int batch, dis
   return sums[0] / sums[1];
 }
 
-std::string generate(const Gpt& model, const Vocab& vocab, int start, int n, std::uint64_t seed,
+std::string generate(const Decoder& model, const Vocab& vocab, int start, int n, std::uint64_t seed,
                      const std::function<void(unsigned char)>& emit) {
   require(start >= 0 && start < vocab.size(), "generate: start token ", start, " is outside [0, ", vocab.size(), ")");
   GenerateOptions options;

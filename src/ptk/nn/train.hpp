@@ -14,7 +14,7 @@
 #include "ptk/nn/adamw.hpp"
 #include "ptk/nn/data.hpp"
 #include "ptk/nn/data_parallel.hpp"
-#include "ptk/nn/gpt.hpp"
+#include "ptk/nn/decoder.hpp"
 
 namespace ptk::nn {
 
@@ -24,11 +24,11 @@ struct StepResult {
 };
 
 // zero_grad, forward, backward, AdamW update at learning rate lr.
-StepResult train_step(const Gpt& model, Adamw& optimizer, const Batch& batch, float lr);
+StepResult train_step(const Decoder& model, Adamw& optimizer, const Batch& batch, float lr);
 // The same step over the ranks of comm: this rank trains on its share of the global batch (nn/data_parallel.hpp).
 // The loss is the global batch's mean (the shares' losses weighted and summed over the ranks). stop: in, this rank
 // was asked to stop; out, some rank was (every rank returns the same).
-StepResult train_step(const Gpt& model, DataParallelAdamw& optimizer, dist::Comm& comm, const Batch& batch, float lr,
+StepResult train_step(const Decoder& model, DataParallelAdamw& optimizer, dist::Comm& comm, const Batch& batch, float lr,
                       bool& stop);
 
 // Linear warm-up to lr, then cosine decay to min_lr at the last of `steps` (the run's horizon).
@@ -66,9 +66,9 @@ struct StepReport {
 class Trainer {
  public:
   // tokens: the training split; it must outlive the trainer.
-  Trainer(const Gpt& model, Adamw& optimizer, const std::vector<int>& tokens, const RunState& state);
+  Trainer(const Decoder& model, Adamw& optimizer, const std::vector<int>& tokens, const RunState& state);
   // Data parallel over comm's ranks: every rank draws the same global batches and trains on its share.
-  Trainer(const Gpt& model, DataParallelAdamw& optimizer, dist::Comm& comm, const std::vector<int>& tokens,
+  Trainer(const Decoder& model, DataParallelAdamw& optimizer, dist::Comm& comm, const std::vector<int>& tokens,
           const RunState& state);
   bool finished() const { return state_.step >= state_.schedule.steps; }
   // stop_requested: this process was asked to stop after this step; the report's stop says whether any rank was.
@@ -76,7 +76,7 @@ class Trainer {
   const RunState& state() const { return state_; }
 
  private:
-  const Gpt& model_;
+  const Decoder& model_;
   Adamw* optimizer_ = nullptr;
   DataParallelAdamw* parallel_ = nullptr;
   dist::Comm* comm_ = nullptr;
@@ -87,12 +87,12 @@ class Trainer {
 // The mean cross-entropy over every position of the consecutive, non-overlapping windows of block_size + 1
 // tokens from the start of `tokens` (a shorter tail is dropped), evaluated in batches of `batch` windows. With comm,
 // the batches are dealt out over its ranks (batch i to rank i mod N) and every rank returns the whole mean.
-double evaluate(const Gpt& model, const std::vector<int>& tokens, int batch, dist::Comm* comm = nullptr);
+double evaluate(const Decoder& model, const std::vector<int>& tokens, int batch, dist::Comm* comm = nullptr);
 
 // n bytes sampled from the model (temperature 1) with a KV cache (nn/inference.hpp), starting from the single
 // token `start`; at a full block the last half block is run again as a new prompt (GenerateOptions::slide).
 // `emit`, when given, receives each byte as soon as it is drawn (streamed output).
-std::string generate(const Gpt& model, const Vocab& vocab, int start, int n, std::uint64_t seed,
+std::string generate(const Decoder& model, const Vocab& vocab, int start, int n, std::uint64_t seed,
                      const std::function<void(unsigned char)>& emit = {});
 
 }  // namespace ptk::nn

@@ -10,7 +10,7 @@
 #include <optional>
 
 #include "ptk/kernels/decode_attention.hpp"
-#include "ptk/kernels/kv_cache.hpp"
+#include "ptk/kernels/heads.hpp"
 #include "ptk/ops/attention.hpp"
 #include "ptk/ops/checks.hpp"
 
@@ -97,10 +97,10 @@ void kv_cache_append(const Tensor<Space>& k_cache, const Tensor<Space>& v_cache,
           ") of the v rows hold the heads, beyond the rows' columns (", shapes, ")");
   require(pos >= 0 && pos + Tn <= Tmax, op, ": positions [", pos, ", ", pos + Tn, ") do not fit the cache's Tmax = ",
           Tmax, " (", shapes, ")");
-  const auto as3 = [](const Tensor<Space>& t) { return ConstTensor3<Space>(t.data(), t.dim(0), t.dim(1), t.dim(2)); };
+  const auto as3 = [](const Tensor<Space>& t) { return Tensor3<Space>(t.data(), t.dim(0), t.dim(1), t.dim(2)); };
   const auto as4 = [](const Tensor<Space>& t) { return Tensor4<Space>(t.data(), t.dim(0), t.dim(1), t.dim(2), t.dim(3)); };
-  kernels::kv_cache_append<Space>(as4(k_cache), as4(v_cache), as3(k_rows), static_cast<int>(k_offset), as3(v_rows),
-                                  static_cast<int>(v_offset), static_cast<int>(pos));
+  kernels::split_heads<Space>(as4(k_cache), as3(k_rows), static_cast<int>(k_offset), static_cast<int>(pos));
+  kernels::split_heads<Space>(as4(v_cache), as3(v_rows), static_cast<int>(v_offset), static_cast<int>(pos));
 }
 
 }  // namespace ptk::ops

@@ -1,4 +1,4 @@
-// Shapes: params by GPT-2 name (see ptk/nn/gpt.hpp), idx and targets [B, T] -> loss, and d loss / d param for every
+// Shapes: params by GPT-2 name (see ptk/nn/decoder.hpp), idx and targets [B, T] -> loss, and d loss / d param for every
 //         parameter (same names and shapes).
 // Math:   the GPT-2 forward (embeddings, L pre-layernorm blocks of causal attention and a gelu MLP, ln_f, logits
 //         against wte) and its backward, composed from the oracle's ops in double; the model's kernels play no part.

@@ -1,4 +1,4 @@
-// Shapes: params by Llama name (see ptk/nn/gpt.hpp), idx and targets [B, T] -> logits [B, T, V], loss, and
+// Shapes: params by Llama name (see ptk/nn/decoder.hpp), idx and targets [B, T] -> logits [B, T, V], loss, and
 //         d loss / d param for every parameter (same names and shapes).
 // Math:   the Llama forward (embedding, L pre-rmsnorm blocks of rope + grouped-query causal attention and a
 //         silu-gated MLP, a final rmsnorm, an untied head) and its backward, composed from the oracle's ops in
