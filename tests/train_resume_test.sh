@@ -53,13 +53,15 @@ ref200_ms=$(($(now_ms) - t0))
 echo "ok: reference run, 200 steps, $(crc "$dir/ref.safetensors")"
 
 # 1. SIGTERM mid-run.
-"$ptk" train "${cfg[@]}" --save "$dir/a.safetensors" --log "$dir/a.jsonl" >"$dir/a.out" 2>&1 &
+"$ptk" train "${cfg[@]}" --save "$dir/a.safetensors" --log "$dir/a.jsonl" >"$dir/a.out" 2>"$dir/a.err" &
 pid=$!
 wait_for_step "$dir/a.jsonl" 60 $pid
 kill -TERM $pid
 wait $pid; rc=$?
 [ $rc -eq 143 ] || fail "SIGTERM: exit status $rc, expected 143: $(tail -3 "$dir/a.out")"
 grep -q "stopped by SIGTERM after step [0-9]* of 200: saved" "$dir/a.out" || fail "SIGTERM: no 'stopped by' line: $(tail -3 "$dir/a.out")"
+# The status lines are the run's report: on stdout, as README says; stderr holds errors only.
+[ ! -s "$dir/a.err" ] || fail "SIGTERM: stderr is not empty: $(head -3 "$dir/a.err")"
 at=$(sed -n 's/.*stopped by SIGTERM after step \([0-9]*\).*/\1/p' "$dir/a.out")
 "$ptk" train --load "$dir/a.safetensors" --save "$dir/a.safetensors" --device host --log "$dir/a.jsonl" >"$dir/a2.out" 2>&1 || fail "resume: $(cat "$dir/a2.out")"
 grep -q "continuing run .* at step $at of 200" "$dir/a2.out" || fail "resume: $(head -4 "$dir/a2.out")"
