@@ -48,7 +48,8 @@ Var cached_attention(HeadColumns q, HeadColumns k, HeadColumns v, const HeadLayo
   require(H > 0 && H % cs[1] == 0, op, ": ", H, " query heads are not a multiple of the cache's kv heads (cache ", cs, ")");
   require(layout.kv_heads == cs[1] && layout.dim == D, op, ": ", layout.kv_heads, " kv heads of ", layout.dim,
           " do not match the cache ", cs);
-  require(qs[0] == B, op, ": q rows ", qs, " and the cache ", cs, " must share B");
+  require(qs[0] == B && k.rows.shape().size() == 3 && k.rows.shape()[1] == Tn, op, ": q rows ", qs, ", k rows ",
+          k.rows.shape(), " and the cache ", cs, " must share B and Tn");
   // The new tokens' keys and values into the cache (ops::kv_cache_append checks k and v's rows against it).
   on_device(k_cache.device(), [&](auto tag) {
     using S = typename decltype(tag)::type;
