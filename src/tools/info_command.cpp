@@ -3,10 +3,13 @@
 // GPU build on a machine without its GPU still reports, without starting Kokkos.
 #include <Kokkos_Core.hpp>
 
+#include <CLI/CLI.hpp>
+
 #if defined(KOKKOS_ENABLE_OPENMP)
 #include <omp.h>
 #endif
 
+#include <cstdint>
 #include <cstdio>
 #include <iostream>
 #include <sstream>
@@ -14,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "cli_checks.hpp"
 #include "commands.hpp"
 #include "ptk/core/cpu_features.hpp"
 #include "ptk/core/runtime.hpp"
@@ -164,34 +168,26 @@ nn::ModelShape parse_model(const std::string& text) {
 
 int info_command(const Args& args, bool kokkos_started) {
   bool verbose = false;
-  std::string model, device = "default", arch = "gpt2", kv_heads;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const bool has_value = i + 1 < args.size();
-    if (args[i] == "--verbose") verbose = true;
-    else if (args[i] == "--model" && has_value) model = args[++i];
-    else if (args[i] == "--device" && has_value) device = args[++i];
-    else if (args[i] == "--arch" && has_value) arch = args[++i];
-    else if (args[i] == "--kv-heads" && has_value) kv_heads = args[++i];
-    else throw UsageError{"info: unexpected argument '" + args[i] + "' (expected --verbose, --model L,H,C,T,V[,B], "
-                          "--arch gpt2|llama, --kv-heads N or --device host|default)"};
-  }
-  if (device != "host" && device != "default")
-    throw UsageError{"info: --device must be host or default, got '" + device + "'"};
-  if (arch != "gpt2" && arch != "llama") throw UsageError{"info: --arch must be gpt2 or llama, got '" + arch + "'"};
-  auto model_shape = model.empty() ? nn::ModelShape{} : parse_model(model);
+  std::string model, device = "default", arch = "gpt2";
+  std::int64_t kv_heads = 0;
+  CLI::App app{"What this build of ptk runs on: Kokkos configuration, backends, devices, memory.", "ptk info"};
+  app.add_flag("--verbose", verbose, "also print Kokkos' own configuration");
+  auto* model_option = app.add_option("--model", model, "training and inference memory of a model: layers, heads, "
+                                                        "channels, context, vocabulary[, batch]")
+                           ->type_name("L,H,C,T,V[,B]");
+  app.add_option("--arch", arch, "the model's architecture")->capture_default_str()->check(CLI::IsMember({"gpt2", "llama"}));
+  auto* kv_option = app.add_option("--kv-heads", kv_heads, "llama's key/value heads (a divisor of H; default H)")
+                        ->check(whole_number(1, 1 << 30));
+  app.add_option("--device", device, "host or default (the GPU in a GPU build): whose free memory --model is held to")
+      ->capture_default_str()->check(CLI::IsMember({"host", "default"}));
+  if (parse_command_line(app, args, "info")) return 0;
+  auto model_shape = model_option->count() == 0 ? nn::ModelShape{} : parse_model(model);
   model_shape.arch = arch == "llama" ? nn::Arch::llama : nn::Arch::gpt2;
-  if (!kv_heads.empty()) {
+  if (kv_option->count() > 0) {
     if (arch != "llama") throw UsageError{"info: --kv-heads is for --arch llama"};
-    std::size_t used = 0;
-    long long k = 0;
-    try {
-      k = std::stoll(kv_heads, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != kv_heads.size() || k < 1 || (model_shape.heads > 0 && model_shape.heads % k != 0))
-      throw UsageError{"info: --kv-heads must be a positive divisor of the heads H, got '" + kv_heads + "'"};
-    model_shape.kv_heads = k;
+    if (model_shape.heads > 0 && model_shape.heads % kv_heads != 0)
+      throw UsageError{"info: --kv-heads must be a positive divisor of the heads H, got '" + std::to_string(kv_heads) + "'"};
+    model_shape.kv_heads = kv_heads;
   }
   if (model_shape.arch == nn::Arch::llama && model_shape.heads > 0 && model_shape.channels / model_shape.heads % 2 != 0)
     throw UsageError{"info: --model: llama's head dim C/H must be even (rope rotates pairs), got '" + model + "'"};
