@@ -164,6 +164,40 @@ nn::ModelShape parse_model(const std::string& text) {
   return {v[0], v[1], v[2], v[3], v[4], v.size() == 6 ? v[5] : 1};
 }
 
+// `ptk info --model`: the training and inference memory of the model against what the --device has free.
+void print_memory_estimates(const nn::ModelShape& model_shape, const std::string& device,
+                            const runtime::GpuProbe& probe) {
+  const bool gpu_usable = probe.built && probe.count > 0;
+  const auto e = nn::estimate_training_memory(model_shape);
+  const bool on_gpu = device == "default" && gpu_usable;
+  const double available = on_gpu ? static_cast<double>(probe.devices.empty() ? 0 : probe.devices[0].free_bytes)
+                                  : static_cast<double>(runtime::host_available_bytes());
+  const std::string where =
+      on_gpu ? std::string(runtime::gpu_backend()) + " 0 free memory" : std::string("host MemAvailable");
+  std::cout << "\nTraining memory, " << (model_shape.arch == nn::Arch::llama ? "llama" : "GPT-2-style")
+            << " model L=" << model_shape.layers << " H=" << model_shape.heads
+            << (model_shape.arch == nn::Arch::llama
+                    ? " kv_heads=" + std::to_string(model_shape.kv_heads > 0 ? model_shape.kv_heads : model_shape.heads)
+                    : "")
+            << " C=" << model_shape.channels << " T=" << model_shape.context << " V=" << model_shape.vocab
+            << " B=" << model_shape.batch << " (float32, AdamW; formulas in src/ptk/nn/memory_estimate.hpp)\n";
+  row("parameters", count_of(e.parameters) + " = " + gib_of(e.parameter_bytes));
+  row("gradients", gib_of(e.gradient_bytes));
+  row("AdamW state (m, v)", gib_of(e.optimizer_bytes));
+  row("activations", count_of(e.activations) + " = " + gib_of(e.activation_bytes));
+  row("activation gradients", gib_of(e.activation_gradient_bytes));
+  row("total", gib_of(e.total_bytes()));
+  row("fits", fits(e.total_bytes(), available, where));
+  const auto g = nn::estimate_inference_memory(model_shape);
+  std::cout << "\nInference memory (ptk generate, KV cache of B=" << model_shape.batch << " x T=" << model_shape.context
+            << " positions)\n";
+  row("weights", gib_of(g.parameter_bytes));
+  row("KV cache", gib_of(g.kv_cache_bytes));
+  row("workspace (prefill)", gib_of(g.workspace_bytes));
+  row("total", gib_of(g.total_bytes()));
+  row("fits", fits(g.total_bytes(), available, where));
+}
+
 }  // namespace
 
 int info_command(const Args& args, bool kokkos_started) {
@@ -240,36 +274,7 @@ int info_command(const Args& args, bool kokkos_started) {
     }
   }
 
-  if (!model.empty()) {
-    const auto e = nn::estimate_training_memory(model_shape);
-    const bool on_gpu = device == "default" && gpu_usable;
-    const double available = on_gpu ? static_cast<double>(probe.devices.empty() ? 0 : probe.devices[0].free_bytes)
-                                    : static_cast<double>(runtime::host_available_bytes());
-    const std::string where =
-        on_gpu ? std::string(runtime::gpu_backend()) + " 0 free memory" : std::string("host MemAvailable");
-    std::cout << "\nTraining memory, " << (model_shape.arch == nn::Arch::llama ? "llama" : "GPT-2-style")
-              << " model L=" << model_shape.layers << " H=" << model_shape.heads
-              << (model_shape.arch == nn::Arch::llama
-                      ? " kv_heads=" + std::to_string(model_shape.kv_heads > 0 ? model_shape.kv_heads : model_shape.heads)
-                      : "")
-              << " C=" << model_shape.channels << " T=" << model_shape.context << " V=" << model_shape.vocab
-              << " B=" << model_shape.batch << " (float32, AdamW; formulas in src/ptk/nn/memory_estimate.hpp)\n";
-    row("parameters", count_of(e.parameters) + " = " + gib_of(e.parameter_bytes));
-    row("gradients", gib_of(e.gradient_bytes));
-    row("AdamW state (m, v)", gib_of(e.optimizer_bytes));
-    row("activations", count_of(e.activations) + " = " + gib_of(e.activation_bytes));
-    row("activation gradients", gib_of(e.activation_gradient_bytes));
-    row("total", gib_of(e.total_bytes()));
-    row("fits", fits(e.total_bytes(), available, where));
-    const auto g = nn::estimate_inference_memory(model_shape);
-    std::cout << "\nInference memory (ptk generate, KV cache of B=" << model_shape.batch << " x T=" << model_shape.context
-              << " positions)\n";
-    row("weights", gib_of(g.parameter_bytes));
-    row("KV cache", gib_of(g.kv_cache_bytes));
-    row("workspace (prefill)", gib_of(g.workspace_bytes));
-    row("total", gib_of(g.total_bytes()));
-    row("fits", fits(g.total_bytes(), available, where));
-  }
+  if (model_option->count() > 0) print_memory_estimates(model_shape, device, probe);
 
   if (verbose) {
     std::cout << "\nKokkos::print_configuration (verbose)\n";
