@@ -5,6 +5,8 @@
 // One process per implementation is what makes the ratios fair: after a Kokkos OpenMP region
 // its threads spin for a while, and a library with its own thread pool (OpenBLAS) run in the
 // same process loses up to half its speed to them (measured: 93 vs 168 GFLOP/s at n = 1024).
+#include <CLI/CLI.hpp>
+
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -19,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "cli_checks.hpp"
 #include "commands.hpp"
 #include "ptk/io/atomic_file.hpp"
 
@@ -96,24 +99,19 @@ std::string regex_escape(const std::string& s) {
 
 int bench_command(const Args& args, const std::string& self_dir) {
   bool quick = false;
-  std::string out = self_dir + "/bench", filter, repetitions = "1";
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const bool has_value = i + 1 < args.size();
-    if (args[i] == "--quick") quick = true;
-    else if (args[i] == "--out" && has_value) out = args[++i];
-    else if (args[i] == "--filter" && has_value) filter = args[++i];
-    else if (args[i] == "--repetitions" && has_value) repetitions = args[++i];
-    else if (args[i] == "--device" && has_value) {  // passed to the sweep processes as PTK_DEVICE
-      const auto& device = args[++i];
-      if (device != "host" && device != "default")
-        throw UsageError{"bench: --device must be host or default, got '" + device + "'"};
-      setenv("PTK_DEVICE", device.c_str(), 1);
-    } else
-      throw UsageError{"bench: unexpected argument '" + args[i] +
-                       "' (expected --quick, --out DIR, --filter REGEX, --repetitions N or --device host|default)"};
-  }
-  if (repetitions.empty() || repetitions.find_first_not_of("0123456789") != std::string::npos || std::stoi(repetitions) < 1)
-    throw UsageError{"bench: --repetitions needs a positive integer, got '" + repetitions + "'"};
+  std::string out = self_dir + "/bench", filter, repetitions = "1", device;
+  CLI::App app{"Benchmark sweeps, one process per implementation -> DIR/report.md, DIR/*.png, DIR/bench.json.",
+               "ptk bench"};
+  app.add_flag("--quick", quick, "a smaller, shorter sweep");
+  app.add_option("--out", out, "the report's directory (created)")->capture_default_str()->type_name("DIR");
+  app.add_option("--filter", filter, "only the benchmarks whose family/impl/shape name matches")->type_name("REGEX");
+  app.add_option("--repetitions", repetitions, "runs of each benchmark")
+      ->capture_default_str()->check(whole_number(1, 1000000));
+  // Passed to the sweep processes as PTK_DEVICE.
+  auto* device_option = app.add_option("--device", device, "host or default (the GPU in a GPU build)")
+                            ->check(CLI::IsMember({"host", "default"}));
+  if (parse_command_line(app, args, "bench")) return 0;
+  if (device_option->count() > 0) setenv("PTK_DEVICE", device.c_str(), 1);
   check_output_directory(out);
   const std::string sweeps = self_dir + "/ptk_bench";
   if (!exists(sweeps)) throw UsageError{"bench: " + sweeps + " was not built (configure with PTK_BUILD_BENCHMARKS=ON)"};

@@ -1,7 +1,11 @@
 #pragma once
-// The subcommands of the ptk tool. Each returns the process exit status: 0 success, 2 bad input.
+// The subcommands of the ptk tool. Each returns 0 on success (or a status of its own: train's 130 / 143 after a
+// signal, bench's 1 when a sweep process failed) and throws a ptk::Error on failure, which main turns into one
+// line and the status of its kind (exit_status.hpp).
 #include <string>
 #include <vector>
+
+#include "ptk/core/error.hpp"
 
 namespace ptk::tools {
 
@@ -14,9 +18,8 @@ int bench_command(const Args& args, const std::string& self_dir);
 int train_command(const Args& args);
 int generate_command(const Args& args);
 
-// Thrown for bad command-line input; main prints "ptk: <message>" and exits 2.
-struct UsageError {
-  std::string message;
-};
+// Thrown for bad command-line input (ptk/core/error.hpp); main prints "ptk: <message>" and exits with the
+// usage kind's status (exit_status.hpp).
+using ptk::UsageError;
 
 }  // namespace ptk::tools

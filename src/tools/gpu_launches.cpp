@@ -6,14 +6,20 @@
 //
 // Output: CSV, one line per kernel: name, symbol (a substring of the demangled kernel name, quoted),
 // threads per block (0: Kokkos chooses, for occupancy), level-0 and level-1 scratch bytes per block.
+// Which lines, in which order: the op table's (ptk/op_table.def, its launches column), then kNotOps.
 #include <Kokkos_Core.hpp>
 
 #include <cstddef>
 #include <cstdio>
+#include <functional>
+#include <map>
+#include <set>
+#include <sstream>
 #include <string>
 
 #include "ptk/kernels/attention_backward.hpp"
 #include "ptk/kernels/attention_forward.hpp"
+#include "ptk/kernels/decode_attention.hpp"
 #include "ptk/kernels/matmul_register_tiled.hpp"
 #include "ptk/kernels/detail/scratch.hpp"
 #include "ptk/kernels/tuning.hpp"
@@ -38,41 +44,103 @@ void attention_line(const std::string& name, const std::string& symbol, int D) {
   line(name + " D=" + std::to_string(D), symbol, Gpu::attention::team_size, level0 ? bytes : 0, level0 ? 0 : bytes);
 }
 
-}  // namespace
+// Decode attention at its longest chunk (a long context): a team of team_size x vector_length threads per
+// (batch, kv head, chunk), its query rows and scores in scratch at Tune::decode_attention::scratch_level.
+void decode_attention_line(int D) {
+  using Tiles = Gpu::decode_attention;
+  const std::size_t bytes = ptk::kernels::scratch_bytes<ptk::kernels::DecodeAttentionPartial<Host, Gpu>>(D, Tiles::max_chunk);
+  line("decode_attention D=" + std::to_string(D), "DecodeAttentionPartial<Kokkos::Cuda, ptk::kernels::GpuTuning",
+       Tiles::team_size * Tiles::vector_length, Tiles::scratch_level == 0 ? bytes : 0, Tiles::scratch_level == 0 ? 0 : bytes);
+}
 
-int main() {
+// Each line by the name the op table's launches column gives it (a kernel with two tile sets prints two lines).
+std::map<std::string, std::function<void()>> launch_lines() {
   using namespace ptk::kernels;
   constexpr int row_threads = Gpu::rows::team_size * Gpu::rows::vector_length;
-  std::printf("kernel,symbol,threads,level0_bytes,level1_bytes\n");
   using Gemm = MatmulRegisterTiled<Host, Gpu>;
-  line("matmul", "MatmulRegisterTiled", Gemm::threads, Gemm::scratch_bytes());
   using Wide = WideHeads<Gpu>;
   static_assert(Gpu::attention::level0_head_dim == 64, "the D = 64 lines below assume the narrow tiles");
   const std::string narrow = "<Kokkos::Cuda, ptk::kernels::GpuTuning", wide = "<Kokkos::Cuda, ptk::kernels::WideHeads";
-  attention_line<AttentionForward<Host, Gpu>>("attention_forward", "AttentionForward" + narrow, 64);
-  attention_line<AttentionBackwardKV<Host, Gpu>>("attention_backward_kv", "AttentionBackwardKV" + narrow, 64);
-  attention_line<AttentionBackwardQ<Host, Gpu>>("attention_backward_q", "AttentionBackwardQ" + narrow, 64);
-  attention_line<AttentionForward<Host, Wide>>("attention_forward (wide tiles)", "AttentionForward" + wide, 128);
-  attention_line<AttentionBackwardKV<Host, Wide>>("attention_backward_kv (wide tiles)", "AttentionBackwardKV" + wide, 128);
-  attention_line<AttentionBackwardQ<Host, Wide>>("attention_backward_q (wide tiles)", "AttentionBackwardQ" + wide, 128);
-  line("attention_backward_rows", "AttentionBackwardRows", 0);
-  line("softmax_forward", "SoftmaxForward", row_threads);
-  line("softmax_backward", "SoftmaxBackward", row_threads);
-  line("layernorm_forward", "LayernormForward", row_threads);
-  line("layernorm_backward", "LayernormBackward", row_threads);
-  line("rmsnorm_forward", "RmsnormForward", row_threads);
-  line("rmsnorm_backward", "RmsnormBackward", row_threads);
-  line("column_sums", "add_column_sums", 0);
-  line("bias_backward", "BiasPartials", row_threads);
-  line("gelu_forward", "gelu_forward", 0);
-  line("gelu_backward", "gelu_backward", 0);
-  line("silu_forward", "silu_forward", 0);
-  line("silu_backward", "silu_backward", 0);
-  line("adamw_update", "adamw_update", 0);
-  line("global_norm", "global_norm", 0);
-  line("embedding_forward", "embedding_forward", 0);
-  line("embedding_backward", "embedding_backward", 0);
-  line("cross_entropy_forward", "CrossEntropyForward", 0);
-  line("cross_entropy_backward", "cross_entropy_backward", 0);
-  return 0;
+  const auto simple = [](const char* name, const char* symbol, int threads) {
+    return [=] { line(name, symbol, threads); };
+  };
+  return {
+      {"matmul", [] { line("matmul", "MatmulRegisterTiled", Gemm::threads, Gemm::scratch_bytes()); }},
+      {"attention_forward",
+       [=] {
+         attention_line<AttentionForward<Host, Gpu>>("attention_forward", "AttentionForward" + narrow, 64);
+         attention_line<AttentionForward<Host, Wide>>("attention_forward (wide tiles)", "AttentionForward" + wide, 128);
+       }},
+      {"attention_backward_kv",
+       [=] {
+         attention_line<AttentionBackwardKV<Host, Gpu>>("attention_backward_kv", "AttentionBackwardKV" + narrow, 64);
+         attention_line<AttentionBackwardKV<Host, Wide>>("attention_backward_kv (wide tiles)",
+                                                         "AttentionBackwardKV" + wide, 128);
+       }},
+      {"attention_backward_q",
+       [=] {
+         attention_line<AttentionBackwardQ<Host, Gpu>>("attention_backward_q", "AttentionBackwardQ" + narrow, 64);
+         attention_line<AttentionBackwardQ<Host, Wide>>("attention_backward_q (wide tiles)", "AttentionBackwardQ" + wide, 128);
+       }},
+      {"attention_backward_rows", simple("attention_backward_rows", "AttentionBackwardRows", 0)},
+      {"decode_attention", [] { decode_attention_line(64); }},
+      {"decode_attention_merge", simple("decode_attention_merge", "DecodeAttentionMerge<Kokkos::Cuda", 0)},
+      {"softmax_forward", simple("softmax_forward", "SoftmaxForward", row_threads)},
+      {"softmax_backward", simple("softmax_backward", "SoftmaxBackward", row_threads)},
+      {"layernorm_forward", simple("layernorm_forward", "LayernormForward", row_threads)},
+      {"layernorm_backward", simple("layernorm_backward", "LayernormBackward", row_threads)},
+      {"rmsnorm_forward", simple("rmsnorm_forward", "RmsnormForward", row_threads)},
+      {"rmsnorm_backward", simple("rmsnorm_backward", "RmsnormBackward", row_threads)},
+      {"column_sums", simple("column_sums", "add_column_sums", 0)},
+      {"bias_backward", simple("bias_backward", "BiasPartials", row_threads)},
+      {"gelu_forward", simple("gelu_forward", "gelu_forward", 0)},
+      {"gelu_backward", simple("gelu_backward", "gelu_backward", 0)},
+      {"silu_forward", simple("silu_forward", "silu_forward", 0)},
+      {"silu_backward", simple("silu_backward", "silu_backward", 0)},
+      {"adamw_update", simple("adamw_update", "adamw_update", 0)},
+      {"global_norm", simple("global_norm", "global_norm", 0)},
+      {"embedding_forward", simple("embedding_forward", "embedding_forward", 0)},
+      {"embedding_backward", simple("embedding_backward", "embedding_backward", 0)},
+      {"cross_entropy_forward", simple("cross_entropy_forward", "CrossEntropyForward", 0)},
+      {"cross_entropy_backward", simple("cross_entropy_backward", "cross_entropy_backward", 0)},
+      {"rope", simple("rope", "Rope<Kokkos::Cuda", 0)},  // forward and backward: one functor, a bool apart
+  };
+}
+
+// Kernels of no op in the table: the optimizer's, and linear's bias gradient (the model's, not a `ptk op`).
+const char* const kNotOps[] = {"bias_backward", "adamw_update", "global_norm"};
+
+}  // namespace
+
+// The op table's rows in order, each row's lines, then the kernels of no op. Exit 1 when a row names a line this
+// file cannot compute, or a line it computes belongs to no row (ctest op_table:gpu_launches runs it).
+int main() {
+  std::printf("kernel,symbol,threads,level0_bytes,level1_bytes\n");
+  const auto lines = launch_lines();
+  std::set<std::string> printed;
+  int status = 0;
+  const auto print = [&](const std::string& name) {
+    const auto it = lines.find(name);
+    if (it == lines.end()) {
+      std::fprintf(stderr, "ptk_gpu_launches: the op table names a line '%s' that gpu_launches.cpp does not compute\n",
+                   name.c_str());
+      status = 1;
+    } else if (printed.insert(name).second) {
+      it->second();
+    }
+  };
+  const auto print_all = [&](const std::string& names) {
+    std::istringstream words(names);
+    for (std::string name; words >> name;) print(name);
+  };
+#define PTK_OP(NAME, HEADER, BENCH, LAUNCHES, SUMMARY) print_all(LAUNCHES);
+#include "ptk/op_table.def"
+  for (const char* name : kNotOps) print(name);
+  for (const auto& entry : lines)
+    if (!printed.count(entry.first)) {
+      std::fprintf(stderr, "ptk_gpu_launches: line '%s' belongs to no row of the op table (nor to kNotOps)\n",
+                   entry.first.c_str());
+      status = 1;
+    }
+  return status;
 }

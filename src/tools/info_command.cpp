@@ -3,10 +3,13 @@
 // GPU build on a machine without its GPU still reports, without starting Kokkos.
 #include <Kokkos_Core.hpp>
 
+#include <CLI/CLI.hpp>
+
 #if defined(KOKKOS_ENABLE_OPENMP)
 #include <omp.h>
 #endif
 
+#include <cstdint>
 #include <cstdio>
 #include <iostream>
 #include <sstream>
@@ -14,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "cli_checks.hpp"
 #include "commands.hpp"
 #include "ptk/core/cpu_features.hpp"
 #include "ptk/core/runtime.hpp"
@@ -160,38 +164,64 @@ nn::ModelShape parse_model(const std::string& text) {
   return {v[0], v[1], v[2], v[3], v[4], v.size() == 6 ? v[5] : 1};
 }
 
+// `ptk info --model`: the training and inference memory of the model against what the --device has free.
+void print_memory_estimates(const nn::ModelShape& model_shape, const std::string& device,
+                            const runtime::GpuProbe& probe) {
+  const bool gpu_usable = probe.built && probe.count > 0;
+  const auto e = nn::estimate_training_memory(model_shape);
+  const bool on_gpu = device == "default" && gpu_usable;
+  const double available = on_gpu ? static_cast<double>(probe.devices.empty() ? 0 : probe.devices[0].free_bytes)
+                                  : static_cast<double>(runtime::host_available_bytes());
+  const std::string where =
+      on_gpu ? std::string(runtime::gpu_backend()) + " 0 free memory" : std::string("host MemAvailable");
+  std::cout << "\nTraining memory, " << (model_shape.arch == nn::Arch::llama ? "llama" : "GPT-2-style")
+            << " model L=" << model_shape.layers << " H=" << model_shape.heads
+            << (model_shape.arch == nn::Arch::llama
+                    ? " kv_heads=" + std::to_string(model_shape.kv_heads > 0 ? model_shape.kv_heads : model_shape.heads)
+                    : "")
+            << " C=" << model_shape.channels << " T=" << model_shape.context << " V=" << model_shape.vocab
+            << " B=" << model_shape.batch << " (float32, AdamW; formulas in src/ptk/nn/memory_estimate.hpp)\n";
+  row("parameters", count_of(e.parameters) + " = " + gib_of(e.parameter_bytes));
+  row("gradients", gib_of(e.gradient_bytes));
+  row("AdamW state (m, v)", gib_of(e.optimizer_bytes));
+  row("activations", count_of(e.activations) + " = " + gib_of(e.activation_bytes));
+  row("activation gradients", gib_of(e.activation_gradient_bytes));
+  row("total", gib_of(e.total_bytes()));
+  row("fits", fits(e.total_bytes(), available, where));
+  const auto g = nn::estimate_inference_memory(model_shape);
+  std::cout << "\nInference memory (ptk generate, KV cache of B=" << model_shape.batch << " x T=" << model_shape.context
+            << " positions)\n";
+  row("weights", gib_of(g.parameter_bytes));
+  row("KV cache", gib_of(g.kv_cache_bytes));
+  row("workspace (prefill)", gib_of(g.workspace_bytes));
+  row("total", gib_of(g.total_bytes()));
+  row("fits", fits(g.total_bytes(), available, where));
+}
+
 }  // namespace
 
 int info_command(const Args& args, bool kokkos_started) {
   bool verbose = false;
-  std::string model, device = "default", arch = "gpt2", kv_heads;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const bool has_value = i + 1 < args.size();
-    if (args[i] == "--verbose") verbose = true;
-    else if (args[i] == "--model" && has_value) model = args[++i];
-    else if (args[i] == "--device" && has_value) device = args[++i];
-    else if (args[i] == "--arch" && has_value) arch = args[++i];
-    else if (args[i] == "--kv-heads" && has_value) kv_heads = args[++i];
-    else throw UsageError{"info: unexpected argument '" + args[i] + "' (expected --verbose, --model L,H,C,T,V[,B], "
-                          "--arch gpt2|llama, --kv-heads N or --device host|default)"};
-  }
-  if (device != "host" && device != "default")
-    throw UsageError{"info: --device must be host or default, got '" + device + "'"};
-  if (arch != "gpt2" && arch != "llama") throw UsageError{"info: --arch must be gpt2 or llama, got '" + arch + "'"};
-  auto model_shape = model.empty() ? nn::ModelShape{} : parse_model(model);
+  std::string model, device = "default", arch = "gpt2";
+  std::int64_t kv_heads = 0;
+  CLI::App app{"What this build of ptk runs on: Kokkos configuration, backends, devices, memory.", "ptk info"};
+  app.add_flag("--verbose", verbose, "also print Kokkos' own configuration");
+  auto* model_option = app.add_option("--model", model, "training and inference memory of a model: layers, heads, "
+                                                        "channels, context, vocabulary[, batch]")
+                           ->type_name("L,H,C,T,V[,B]");
+  app.add_option("--arch", arch, "the model's architecture")->capture_default_str()->check(CLI::IsMember({"gpt2", "llama"}));
+  auto* kv_option = app.add_option("--kv-heads", kv_heads, "llama's key/value heads (a divisor of H; default H)")
+                        ->check(whole_number(1, 1 << 30));
+  app.add_option("--device", device, "host or default (the GPU in a GPU build): whose free memory --model is held to")
+      ->capture_default_str()->check(CLI::IsMember({"host", "default"}));
+  if (parse_command_line(app, args, "info")) return 0;
+  auto model_shape = model_option->count() == 0 ? nn::ModelShape{} : parse_model(model);
   model_shape.arch = arch == "llama" ? nn::Arch::llama : nn::Arch::gpt2;
-  if (!kv_heads.empty()) {
+  if (kv_option->count() > 0) {
     if (arch != "llama") throw UsageError{"info: --kv-heads is for --arch llama"};
-    std::size_t used = 0;
-    long long k = 0;
-    try {
-      k = std::stoll(kv_heads, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != kv_heads.size() || k < 1 || (model_shape.heads > 0 && model_shape.heads % k != 0))
-      throw UsageError{"info: --kv-heads must be a positive divisor of the heads H, got '" + kv_heads + "'"};
-    model_shape.kv_heads = k;
+    if (model_shape.heads > 0 && model_shape.heads % kv_heads != 0)
+      throw UsageError{"info: --kv-heads must be a positive divisor of the heads H, got '" + std::to_string(kv_heads) + "'"};
+    model_shape.kv_heads = kv_heads;
   }
   if (model_shape.arch == nn::Arch::llama && model_shape.heads > 0 && model_shape.channels / model_shape.heads % 2 != 0)
     throw UsageError{"info: --model: llama's head dim C/H must be even (rope rotates pairs), got '" + model + "'"};
@@ -244,36 +274,7 @@ int info_command(const Args& args, bool kokkos_started) {
     }
   }
 
-  if (!model.empty()) {
-    const auto e = nn::estimate_training_memory(model_shape);
-    const bool on_gpu = device == "default" && gpu_usable;
-    const double available = on_gpu ? static_cast<double>(probe.devices.empty() ? 0 : probe.devices[0].free_bytes)
-                                    : static_cast<double>(runtime::host_available_bytes());
-    const std::string where =
-        on_gpu ? std::string(runtime::gpu_backend()) + " 0 free memory" : std::string("host MemAvailable");
-    std::cout << "\nTraining memory, " << (model_shape.arch == nn::Arch::llama ? "llama" : "GPT-2-style")
-              << " model L=" << model_shape.layers << " H=" << model_shape.heads
-              << (model_shape.arch == nn::Arch::llama
-                      ? " kv_heads=" + std::to_string(model_shape.kv_heads > 0 ? model_shape.kv_heads : model_shape.heads)
-                      : "")
-              << " C=" << model_shape.channels << " T=" << model_shape.context << " V=" << model_shape.vocab
-              << " B=" << model_shape.batch << " (float32, AdamW; formulas in src/ptk/nn/memory_estimate.hpp)\n";
-    row("parameters", count_of(e.parameters) + " = " + gib_of(e.parameter_bytes));
-    row("gradients", gib_of(e.gradient_bytes));
-    row("AdamW state (m, v)", gib_of(e.optimizer_bytes));
-    row("activations", count_of(e.activations) + " = " + gib_of(e.activation_bytes));
-    row("activation gradients", gib_of(e.activation_gradient_bytes));
-    row("total", gib_of(e.total_bytes()));
-    row("fits", fits(e.total_bytes(), available, where));
-    const auto g = nn::estimate_inference_memory(model_shape);
-    std::cout << "\nInference memory (ptk generate, KV cache of B=" << model_shape.batch << " x T=" << model_shape.context
-              << " positions)\n";
-    row("weights", gib_of(g.parameter_bytes));
-    row("KV cache", gib_of(g.kv_cache_bytes));
-    row("workspace (prefill)", gib_of(g.workspace_bytes));
-    row("total", gib_of(g.total_bytes()));
-    row("fits", fits(g.total_bytes(), available, where));
-  }
+  if (model_option->count() > 0) print_memory_estimates(model_shape, device, probe);
 
   if (verbose) {
     std::cout << "\nKokkos::print_configuration (verbose)\n";

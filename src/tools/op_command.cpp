@@ -1,8 +1,10 @@
-// ptk op NAME --in A.npy ... [--set key=value ...] --out Y.npy ... [--device host|default]
+// ptk op NAME --in A.npy ... [--set key=value ...] --out Y.npy ... [--device host|default] (CLI11)
 // Runs one op of the registry (op_registry.hpp; the table in docs/design.md) on .npy inputs. Every
 // input is checked before any work, and outputs are written to temporary files that are renamed
 // only once all of them are written, so a failed run leaves no output file behind.
 #include <Kokkos_Core.hpp>
+
+#include <CLI/CLI.hpp>
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -15,8 +17,10 @@
 #include <cstring>
 #include <iostream>
 #include <map>
+#include <sstream>
 #include <type_traits>
 
+#include "cli_checks.hpp"
 #include "commands.hpp"
 #include "op_registry.hpp"
 #include "ptk/io/atomic_file.hpp"
@@ -94,108 +98,136 @@ void check_outputs(const OpEntry& op, const std::vector<std::string>& outputs, c
   }
 }
 
-// `ptk op --help`: every op with its inputs, outputs and keys, from the registry.
-void print_ops() {
-  std::cout << "ops (inputs -> outputs; --set keys with defaults). Inputs are float32 .npy, except those marked\n"
-               "(int): int32 or int64 .npy. An output in [] is optional. Backward ops write fresh gradients\n"
-               "(dX = 0 + ...).\n";
+// The footer of `ptk op --help`: every op with its inputs, outputs and keys, from the registry.
+std::string op_listing() {
+  std::ostringstream s;
+  s << "ops (inputs -> outputs; --set keys with defaults). Inputs are float32 .npy, except those marked\n"
+       "(int): int32 or int64 .npy. An output in [] is optional. Backward ops write fresh gradients\n"
+       "(dX = 0 + ...).\n";
   for (const auto& op : op_registry()) {
     std::vector<std::string> inputs, outputs, keys;
     for (const auto& i : op.inputs) inputs.push_back(i.index ? i.name + " (int)" : i.name);
     for (const auto& o : op.outputs) outputs.push_back(o.optional ? "[" + o.name + "]" : o.name);
     for (const auto& k : sorted_keys(op)) keys.push_back(k.name + "=" + k.fallback);
-    std::cout << "  " << op.name << ": " << join(inputs) << " -> " << join(outputs)
-              << (keys.empty() ? "" : "; " + join(keys)) << "\n      " << op.summary << '\n';
-    for (const auto& k : sorted_keys(op)) std::cout << "      " << k.name << ": " << k.help << '\n';
+    s << "  " << op.name << ": " << join(inputs) << " -> " << join(outputs) << (keys.empty() ? "" : "; " + join(keys))
+      << "\n      " << op.summary << '\n';
+    for (const auto& k : sorted_keys(op)) s << "      " << k.name << ": " << k.help << '\n';
   }
+  return s.str();
+}
+
+// The command line as CLI11 read it (the op's own checks come after: counts, keys, files).
+struct OpLine {
+  std::string name, device = "default";
+  std::vector<std::string> inputs, outputs, sets;
+  bool list = false;
+};
+
+// Each --in, --out and --set takes one value and may be repeated: their order is the op's argument order.
+void add_options(CLI::App& app, OpLine& line) {
+  app.add_option("name", line.name, "the op to run (ptk op --list)");
+  app.add_option("--in", line.inputs, "an input .npy, in the op's order (repeat for each)")
+      ->allow_extra_args(false)->type_name("FILE.npy");
+  app.add_option("--out", line.outputs, "an output .npy, in the op's order (repeat for each)")
+      ->allow_extra_args(false)->type_name("FILE.npy");
+  app.add_option("--set", line.sets, "a setting of the op (repeat for each; the keys are listed below)")
+      ->allow_extra_args(false)->type_name("KEY=VALUE");
+  app.add_option("--device", line.device, "host or default (the GPU in a GPU build)")
+      ->capture_default_str()->check(CLI::IsMember({"host", "default"}));
+  app.add_flag("--list", line.list, "print the op names, one a line");
+  app.footer(op_listing());
+}
+
+// --set key=value ..., each key one the op knows, each set once.
+std::map<std::string, std::string> settings_of(const OpEntry& op, const std::vector<std::string>& sets,
+                                               const std::string& where) {
+  std::map<std::string, std::string> values;
+  for (const auto& set : sets) {
+    const auto eq = set.find('=');
+    const auto key = set.substr(0, eq);
+    if (eq == std::string::npos) throw UsageError{where + "--set needs key=value, got '" + set + "'"};
+    if (!op.key(key)) {
+      std::vector<std::string> known;
+      for (const auto& k : sorted_keys(op)) known.push_back(k.name);
+      throw UsageError{where + "unknown key '" + key + "' (" +
+                       (known.empty() ? "this op takes none" : "known: " + join(known)) + ")"};
+    }
+    if (values.count(key)) throw UsageError{where + "key '" + key + "' is set twice"};
+    values[key] = set.substr(eq + 1);
+  }
+  return values;
+}
+
+// As many --in as the op has inputs, and its outputs less any optional ones left out.
+void check_counts(const OpEntry& op, const OpLine& line, const std::string& where) {
+  const auto count_error = [&](const char* what, std::size_t got, const std::vector<std::string>& want) {
+    return UsageError{where + "expects " + std::to_string(want.size()) + " " + what + " (" + join(want) + "), got " +
+                      std::to_string(got)};
+  };
+  if (line.inputs.size() != op.inputs.size()) throw count_error("--in", line.inputs.size(), names(op.inputs));
+  const std::size_t required = op.required_outputs(), given = line.outputs.size();
+  if (given < required || given > op.outputs.size()) {
+    if (required == op.outputs.size()) throw count_error("--out", given, names(op.outputs));
+    throw UsageError{where + "expects " + std::to_string(required) + " to " + std::to_string(op.outputs.size()) +
+                     " --out (" + join(names(op.outputs)) + "; the last optional), got " + std::to_string(given)};
+  }
+}
+
+// Every input read and checked (ids fit an int, nothing empty) before the op runs.
+HostInputs read_inputs(const OpEntry& op, const std::vector<std::string>& paths, const std::string& where) {
+  HostInputs arrays;
+  for (std::size_t i = 0; i < paths.size(); ++i) {
+    arrays.arrays.emplace_back();
+    arrays.ids.emplace_back();
+    const OpInput& input = op.inputs[i];
+    if (input.index) {
+      arrays.ids.back() = io::read_npy_ids(paths[i]);
+      for (auto id : arrays.ids.back().data)
+        if (id < INT_MIN || id > INT_MAX)
+          throw UsageError{where + input.name + " (" + paths[i] + ") holds " + std::to_string(id) +
+                           ", which does not fit a 32-bit int"};
+    } else {
+      arrays.arrays.back() = io::read_npy(paths[i]);
+    }
+    const auto& shape = input.index ? arrays.ids.back().shape : arrays.arrays.back().shape;
+    for (auto d : shape)
+      if (d == 0) throw UsageError{where + input.name + " (" + paths[i] + ") is empty, shape " + io::format_shape(shape)};
+  }
+  return arrays;
 }
 
 }  // namespace
 
 int op_command(const Args& args) {
-  if (args.empty()) throw UsageError{"op needs an op name (ptk op --help lists them)"};
-  if (args[0] == "--help" || args[0] == "-h") return print_ops(), 0;
-  if (args[0] == "--list") {  // the names alone, one a line (tests/op_cli_test.sh checks docs/design.md against it)
+  OpLine line;
+  CLI::App app{"Run one op on .npy files: ptk op NAME --in A.npy ... [--set key=value ...] --out Y.npy ...", "ptk op"};
+  add_options(app, line);
+  if (parse_command_line(app, args, "op")) return 0;
+  if (line.list) {  // the names alone, one a line
     for (const auto& o : op_registry()) std::cout << o.name << '\n';
     return 0;
   }
-  const OpEntry* spec = find_op(args[0]);
+  if (line.name.empty()) throw UsageError{"op needs an op name (ptk op --help lists them)"};
+  const OpEntry* spec = find_op(line.name);
   if (!spec) {
     std::vector<std::string> known;
     for (const auto& o : op_registry()) known.push_back(o.name);
-    throw UsageError{"unknown op '" + args[0] + "' (known: " + join(known) + ")"};
+    throw UsageError{"unknown op '" + line.name + "' (known: " + join(known) + ")"};
   }
   const OpEntry& op = *spec;
   const std::string where = "op " + op.name + ": ";
-
-  std::vector<std::string> inputs, outputs;
-  std::map<std::string, std::string> values;
-  std::string device = "default";
-  for (std::size_t i = 1; i < args.size(); ++i) {
-    const auto& flag = args[i];
-    if (flag != "--in" && flag != "--out" && flag != "--set" && flag != "--device")
-      throw UsageError{where + "unexpected argument '" + flag + "' (expected --in, --out, --set or --device)"};
-    if (i + 1 == args.size()) throw UsageError{where + flag + " needs a value"};
-    const auto& value = args[++i];
-    if (flag == "--in") inputs.push_back(value);
-    else if (flag == "--out") outputs.push_back(value);
-    else if (flag == "--device") device = value;
-    else {
-      const auto eq = value.find('=');
-      const auto key = value.substr(0, eq);
-      if (eq == std::string::npos) throw UsageError{where + "--set needs key=value, got '" + value + "'"};
-      if (!op.key(key)) {
-        std::vector<std::string> known;
-        for (const auto& k : sorted_keys(op)) known.push_back(k.name);
-        throw UsageError{where + "unknown key '" + key + "' (" + (known.empty() ? "this op takes none" : "known: " + join(known)) + ")"};
-      }
-      if (values.count(key)) throw UsageError{where + "key '" + key + "' is set twice"};
-      values[key] = value.substr(eq + 1);
-    }
-  }
-  if (device != "default" && device != "host")
-    throw UsageError{where + "--device must be host or default, got '" + device + "'"};
-  const auto count_error = [&](const char* what, std::size_t got, const std::vector<std::string>& want) {
-    return UsageError{where + "expects " + std::to_string(want.size()) + " " + what + " (" + join(want) + "), got " +
-                      std::to_string(got)};
-  };
-  if (inputs.size() != op.inputs.size()) throw count_error("--in", inputs.size(), names(op.inputs));
-  const std::size_t required = op.required_outputs();
-  if (outputs.size() < required || outputs.size() > op.outputs.size()) {
-    if (required == op.outputs.size()) throw count_error("--out", outputs.size(), names(op.outputs));
-    throw UsageError{where + "expects " + std::to_string(required) + " to " + std::to_string(op.outputs.size()) +
-                     " --out (" + join(names(op.outputs)) + "; the last optional), got " + std::to_string(outputs.size())};
-  }
-  check_outputs(op, outputs, where);
+  const auto values = settings_of(op, line.sets, where);
+  check_counts(op, line, where);
+  check_outputs(op, line.outputs, where);
   const Settings settings(op, values);
-
-  HostInputs arrays;
-  for (std::size_t i = 0; i < inputs.size(); ++i) {
-    arrays.arrays.emplace_back();
-    arrays.ids.emplace_back();
-    const OpInput& input = op.inputs[i];
-    if (input.index) {
-      arrays.ids.back() = io::read_npy_ids(inputs[i]);
-      for (auto id : arrays.ids.back().data)
-        if (id < INT_MIN || id > INT_MAX)
-          throw UsageError{where + input.name + " (" + inputs[i] + ") holds " + std::to_string(id) +
-                           ", which does not fit a 32-bit int"};
-    } else {
-      arrays.arrays.back() = io::read_npy(inputs[i]);
-    }
-    const auto& shape = input.index ? arrays.ids.back().shape : arrays.arrays.back().shape;
-    for (auto d : shape)
-      if (d == 0)
-        throw UsageError{where + input.name + " (" + inputs[i] + ") is empty, shape " + io::format_shape(shape)};
-  }
+  const HostInputs arrays = read_inputs(op, line.inputs, where);
 
   using Default = Kokkos::DefaultExecutionSpace;
   using Host = Kokkos::DefaultHostExecutionSpace;
-  std::vector<io::NpyArray> results;
-  const bool on_host = std::is_same_v<Default, Host> || device == "host";
-  results = on_host ? op.run_host(arrays, settings) : op.run_default(arrays, settings);
-  results.resize(outputs.size());  // optional saved statistics nobody asked for
-  write_all(outputs, results);
+  const bool on_host = std::is_same_v<Default, Host> || line.device == "host";
+  std::vector<io::NpyArray> results = on_host ? op.run_host(arrays, settings) : op.run_default(arrays, settings);
+  results.resize(line.outputs.size());  // optional saved statistics nobody asked for
+  write_all(line.outputs, results);
   return 0;
 }
 

@@ -1,5 +1,5 @@
-// The registry of `ptk op` (op_registry.hpp): one entry per op. To add an op, add its entry here and
-// its row to the op table in docs/design.md.
+// The registry of `ptk op` (op_registry.hpp): one entry per row of the op table (ptk/op_table.def), which names
+// it and gives its summary; this file gives its inputs, outputs, keys and run function (spec_<name>()).
 #include "op_registry.hpp"
 
 #include <algorithm>
@@ -87,10 +87,10 @@ struct SpaceTag {
   using type = S;
 };
 
-// An entry whose run function `f(call)` is instantiated for the host and the default space.
+// An entry whose run function `f(call)` is instantiated for the host and the default space; its name and summary
+// come from the op table (make_registry).
 template <class F>
-OpEntry op(std::string name, std::vector<OpInput> inputs, std::vector<OpOutput> outputs, std::vector<OpKey> keys,
-           std::string summary, F f) {
+OpEntry spec(std::vector<OpInput> inputs, std::vector<OpOutput> outputs, std::vector<OpKey> keys, F f) {
   const auto on = [f, inputs](auto tag) {
     using S = typename decltype(tag)::type;
     return OpRun([f, inputs](const HostInputs& h, const Settings& set) {
@@ -102,8 +102,7 @@ OpEntry op(std::string name, std::vector<OpInput> inputs, std::vector<OpOutput> 
   };
   OpRun run_host = on(SpaceTag<Kokkos::DefaultHostExecutionSpace>{});
   OpRun run_default = on(SpaceTag<Kokkos::DefaultExecutionSpace>{});
-  return OpEntry{std::move(name), std::move(inputs), std::move(outputs), std::move(keys), std::move(summary),
-                 std::move(run_host), std::move(run_default)};
+  return OpEntry{"", std::move(inputs), std::move(outputs), std::move(keys), "", std::move(run_host), std::move(run_default)};
 }
 
 using Results = OpResults;
@@ -140,164 +139,203 @@ Results run_rope(const C& c, bool backward) {
   return {c.host(dx)};
 }
 
+// One function per row of the op table (ptk/op_table.def): the op's inputs, outputs, --set keys and run function.
 // Backward ops write fresh gradients: a new tensor is zero-filled and the op accumulates into it.
-std::vector<OpEntry> make_registry() {
-  std::vector<OpEntry> r;
-  r.push_back(op("matmul", {{"A"}, {"B"}}, {{"C"}},
-                 {kTransA, kTransB, {"impl", "portable", "portable (ptk's kernels) or kokkos_blas (KokkosBlas::gemm)"}},
-                 "C = op(A) · op(B); A [M,K] or [B,M,K], B [K,N] or [B,K,N]; a rank-2 operand is shared by the batch",
-                 [](const auto& c) -> Results {
-                   const auto impl = c.set.word("impl", "portable");
-                   if (impl != "portable" && impl != "kokkos_blas")
-                     throw UsageError{"op matmul: impl must be portable or kokkos_blas, got '" + impl + "'"};
-                   return {c.host(ops::matmul(c.in[0], c.in[1], c.set.flag("trans_a"), c.set.flag("trans_b"),
-                                              impl == "portable" ? ops::MatmulImpl::portable : ops::MatmulImpl::kokkos_blas))};
-                 }));
-  r.push_back(op("matmul_backward", {{"A"}, {"B"}, {"dC"}}, {{"dA"}, {"dB"}}, {kTransA, kTransB},
-                 "dA, dB shaped as A, B for the upstream dC (a rank-2 operand's gradient summed over the batch)",
-                 [](const auto& c) -> Results {
-                   using S = SpaceOf<std::decay_t<decltype(c)>>;
-                   Tensor<S> da(c.in[0].shape(), "ptk::dA"), db(c.in[1].shape(), "ptk::dB");
-                   ops::matmul_backward(da, db, c.in[2], c.in[0], c.in[1], c.set.flag("trans_a"), c.set.flag("trans_b"));
-                   return {c.host(da), c.host(db)};
-                 }));
-  r.push_back(op("softmax", {{"X"}}, {{"Y"}},
-                 {{"scale", "1", "multiplies X first"}, {"causal", "0", "1: the last two dims are a square score matrix, masked above the diagonal"}},
-                 "Y = softmax(scale · X) over the last dim",
-                 [](const auto& c) -> Results {
-                   return {c.host(ops::softmax(c.in[0], c.set.number("scale", 1.0f), c.set.flag("causal")))};
-                 }));
-  r.push_back(op("softmax_backward", {{"Y"}, {"dY"}}, {{"dX"}}, {{"scale", "1", "as the forward's"}},
-                 "dX from the forward's output Y and dY (causal needs no key: masked Y are 0)",
-                 [](const auto& c) -> Results {
-                   using S = SpaceOf<std::decay_t<decltype(c)>>;
-                   Tensor<S> dx(c.in[0].shape(), "ptk::dX");
-                   ops::softmax_backward(dx, c.in[0], c.in[1], c.set.number("scale", 1.0f));
-                   return {c.host(dx)};
-                 }));
-  r.push_back(op("layernorm", {{"X"}, {"gamma"}, {"beta"}}, {{"Y"}}, {kEps},
-                 "Y = (X - mean) · rstd · gamma + beta over the last dim",
-                 [](const auto& c) -> Results {
-                   return {c.host(ops::layernorm(c.in[0], c.in[1], c.in[2], c.set.number("eps", 1e-5f)).out)};
-                 }));
-  r.push_back(op("layernorm_backward", {{"X"}, {"gamma"}, {"dY"}}, {{"dX"}, {"dgamma"}, {"dbeta"}}, {kEps},
-                 "dX, dgamma, dbeta; recomputes mean and rstd with the forward (eps as there)",
-                 [](const auto& c) -> Results {
-                   using S = SpaceOf<std::decay_t<decltype(c)>>;
-                   const auto &x = c.in[0], &gamma = c.in[1];
-                   ops::check_tensor("layernorm_backward", "X", x, 1, INT_MAX);  // before the forward's checks name "layernorm"
-                   ops::check_feature_vector("layernorm_backward", "gamma", gamma, x);
-                   Tensor<S> dx(x.shape(), "ptk::dX"), dgamma(gamma.shape(), "ptk::dgamma"), dbeta(gamma.shape(), "ptk::dbeta");
-                   const auto stats = ops::layernorm(x, gamma, Tensor<S>(gamma.shape()), c.set.number("eps", 1e-5f));
-                   ops::layernorm_backward(dx, dgamma, dbeta, c.in[2], x, gamma, stats.mean, stats.rstd);
-                   return {c.host(dx), c.host(dgamma), c.host(dbeta)};
-                 }));
-  r.push_back(op("rmsnorm", {{"X"}, {"weight"}}, {{"Y"}}, {kEps},
-                 "Y = X · rstd · weight over the last dim, rstd = 1/sqrt(mean(X²) + eps)",
-                 [](const auto& c) -> Results {
-                   return {c.host(ops::rmsnorm(c.in[0], c.in[1], c.set.number("eps", 1e-5f)).out)};
-                 }));
-  r.push_back(op("rmsnorm_backward", {{"X"}, {"weight"}, {"dY"}}, {{"dX"}, {"dweight"}}, {kEps},
-                 "dX, dweight; recomputes rstd with the forward (eps as there)",
-                 [](const auto& c) -> Results {
-                   using S = SpaceOf<std::decay_t<decltype(c)>>;
-                   const auto &x = c.in[0], &weight = c.in[1];
-                   ops::check_tensor("rmsnorm_backward", "X", x, 1, INT_MAX);
-                   ops::check_feature_vector("rmsnorm_backward", "weight", weight, x);
-                   Tensor<S> dx(x.shape(), "ptk::dX"), dweight(weight.shape(), "ptk::dweight");
-                   const auto stats = ops::rmsnorm(x, weight, c.set.number("eps", 1e-5f));
-                   ops::rmsnorm_backward(dx, dweight, c.in[2], x, weight, stats.rstd);
-                   return {c.host(dx), c.host(dweight)};
-                 }));
-  r.push_back(op("attention", {{"Q"}, {"K"}, {"V"}}, {{"O"}, {"lse", true}}, {kCausal, kAttnScale},
-                 "O = softmax(scale · Q·Kᵀ) · V per head, Q [B,H,T,D], K and V [B,H,S,D]; lse: each row's log-sum-exp",
-                 [](const auto& c) -> Results {
-                   const auto scale = c.set.has("scale") ? std::optional<float>(c.set.number("scale", 0)) : std::nullopt;
-                   const auto fwd = ops::attention(c.in[0], c.in[1], c.in[2], scale, c.set.flag("causal"));
-                   return {c.host(fwd.out), c.host(fwd.lse)};
-                 }));
-  r.push_back(op("attention_backward", {{"Q"}, {"K"}, {"V"}, {"dO"}}, {{"dQ"}, {"dK"}, {"dV"}}, {kCausal, kAttnScale},
-                 "runs the forward for O and lse, then gives dQ, dK, dV for the upstream dO",
-                 [](const auto& c) -> Results {
-                   using S = SpaceOf<std::decay_t<decltype(c)>>;
-                   const auto scale = c.set.has("scale") ? std::optional<float>(c.set.number("scale", 0)) : std::nullopt;
-                   const bool causal = c.set.flag("causal");
-                   const auto &q = c.in[0], &k = c.in[1], &v = c.in[2];
-                   const auto fwd = ops::attention(q, k, v, scale, causal);
-                   Tensor<S> dq(q.shape(), "ptk::dQ"), dk(k.shape(), "ptk::dK"), dv(v.shape(), "ptk::dV");
-                   ops::attention_backward(dq, dk, dv, c.in[3], q, k, v, fwd.out, fwd.lse, scale, causal);
-                   return {c.host(dq), c.host(dk), c.host(dv)};
-                 }));
-  r.push_back(op("decode_attention", {{"Q"}, {"Kcache"}, {"Vcache"}}, {{"O"}, {"lse", true}},
-                 {{"length", "Tmax", "filled cache positions L; the Tq queries sit at L - Tq .. L - 1 (causal)"},
-                  kAttnScale, {"splits", "0", "key chunks merged (0: chosen for the machine; any gives the same up to rounding)"}},
-                 "O = attention of Q [B,Hq,Tq,D] to a KV cache [B,Hkv,Tmax,D] filled to length (grouped-query: Hq % Hkv == 0)",
-                 [](const auto& c) -> Results {
-                   const auto scale = c.set.has("scale") ? std::optional<float>(c.set.number("scale", 0)) : std::nullopt;
-                   const auto Tmax = c.in[1].rank() == 4 ? c.in[1].dim(2) : 0;
-                   const auto length = c.set.integer("length", Tmax, 0, INT_MAX);
-                   const auto splits = static_cast<int>(c.set.integer("splits", 0, 0, INT_MAX));
-                   const auto r = ops::decode_attention(c.in[0], c.in[1], c.in[2], length, scale, splits);
-                   return {c.host(r.out), c.host(r.lse)};
-                 }));
-  r.push_back(op("gelu", {{"X"}}, {{"Y"}}, {}, "Y = gelu(X) elementwise (GPT-2's tanh form)",
-                 [](const auto& c) -> Results { return {c.host(ops::gelu(c.in[0]))}; }));
-  r.push_back(op("silu", {{"X"}}, {{"Y"}}, {}, "Y = X · sigmoid(X) elementwise",
-                 [](const auto& c) -> Results { return {c.host(ops::silu(c.in[0]))}; }));
-  r.push_back(op("gelu_backward", {{"X"}, {"dY"}}, {{"dX"}}, {}, "dX = dY · gelu'(X)", [](const auto& c) -> Results {
+OpEntry spec_matmul() {
+  return spec({{"A"}, {"B"}}, {{"C"}},
+              {kTransA, kTransB, {"impl", "portable", "portable (ptk's kernels) or kokkos_blas (KokkosBlas::gemm)"}},
+              [](const auto& c) -> Results {
+    const auto impl = c.set.word("impl", "portable");
+    if (impl != "portable" && impl != "kokkos_blas")
+      throw UsageError{"op matmul: impl must be portable or kokkos_blas, got '" + impl + "'"};
+    return {c.host(ops::matmul(c.in[0], c.in[1], c.set.flag("trans_a"), c.set.flag("trans_b"),
+                               impl == "portable" ? ops::MatmulImpl::portable : ops::MatmulImpl::kokkos_blas))};
+  });
+}
+
+OpEntry spec_matmul_backward() {
+  return spec({{"A"}, {"B"}, {"dC"}}, {{"dA"}, {"dB"}}, {kTransA, kTransB}, [](const auto& c) -> Results {
+    using S = SpaceOf<std::decay_t<decltype(c)>>;
+    Tensor<S> da(c.in[0].shape(), "ptk::dA"), db(c.in[1].shape(), "ptk::dB");
+    ops::matmul_backward(da, db, c.in[2], c.in[0], c.in[1], c.set.flag("trans_a"), c.set.flag("trans_b"));
+    return {c.host(da), c.host(db)};
+  });
+}
+
+OpEntry spec_softmax() {
+  return spec({{"X"}}, {{"Y"}},
+              {{"scale", "1", "multiplies X first"},
+               {"causal", "0", "1: the last two dims are a square score matrix, masked above the diagonal"}},
+              [](const auto& c) -> Results {
+    return {c.host(ops::softmax(c.in[0], c.set.number("scale", 1.0f), c.set.flag("causal")))};
+  });
+}
+
+OpEntry spec_softmax_backward() {
+  return spec({{"Y"}, {"dY"}}, {{"dX"}}, {{"scale", "1", "as the forward's"}}, [](const auto& c) -> Results {
+    using S = SpaceOf<std::decay_t<decltype(c)>>;
+    Tensor<S> dx(c.in[0].shape(), "ptk::dX");
+    ops::softmax_backward(dx, c.in[0], c.in[1], c.set.number("scale", 1.0f));
+    return {c.host(dx)};
+  });
+}
+
+OpEntry spec_layernorm() {
+  return spec({{"X"}, {"gamma"}, {"beta"}}, {{"Y"}}, {kEps}, [](const auto& c) -> Results {
+    return {c.host(ops::layernorm(c.in[0], c.in[1], c.in[2], c.set.number("eps", 1e-5f)).out)};
+  });
+}
+
+OpEntry spec_layernorm_backward() {
+  return spec({{"X"}, {"gamma"}, {"dY"}}, {{"dX"}, {"dgamma"}, {"dbeta"}}, {kEps}, [](const auto& c) -> Results {
+    using S = SpaceOf<std::decay_t<decltype(c)>>;
+    const auto &x = c.in[0], &gamma = c.in[1];
+    ops::check_tensor("layernorm_backward", "X", x, 1, INT_MAX);  // before the forward's checks name "layernorm"
+    ops::check_feature_vector("layernorm_backward", "gamma", gamma, x);
+    Tensor<S> dx(x.shape(), "ptk::dX"), dgamma(gamma.shape(), "ptk::dgamma"), dbeta(gamma.shape(), "ptk::dbeta");
+    const auto stats = ops::layernorm(x, gamma, Tensor<S>(gamma.shape()), c.set.number("eps", 1e-5f));
+    ops::layernorm_backward(dx, dgamma, dbeta, c.in[2], x, gamma, stats.mean, stats.rstd);
+    return {c.host(dx), c.host(dgamma), c.host(dbeta)};
+  });
+}
+
+OpEntry spec_rmsnorm() {
+  return spec({{"X"}, {"weight"}}, {{"Y"}}, {kEps}, [](const auto& c) -> Results {
+    return {c.host(ops::rmsnorm(c.in[0], c.in[1], c.set.number("eps", 1e-5f)).out)};
+  });
+}
+
+OpEntry spec_rmsnorm_backward() {
+  return spec({{"X"}, {"weight"}, {"dY"}}, {{"dX"}, {"dweight"}}, {kEps}, [](const auto& c) -> Results {
+    using S = SpaceOf<std::decay_t<decltype(c)>>;
+    const auto &x = c.in[0], &weight = c.in[1];
+    ops::check_tensor("rmsnorm_backward", "X", x, 1, INT_MAX);
+    ops::check_feature_vector("rmsnorm_backward", "weight", weight, x);
+    Tensor<S> dx(x.shape(), "ptk::dX"), dweight(weight.shape(), "ptk::dweight");
+    const auto stats = ops::rmsnorm(x, weight, c.set.number("eps", 1e-5f));
+    ops::rmsnorm_backward(dx, dweight, c.in[2], x, weight, stats.rstd);
+    return {c.host(dx), c.host(dweight)};
+  });
+}
+
+OpEntry spec_attention() {
+  return spec({{"Q"}, {"K"}, {"V"}}, {{"O"}, {"lse", true}}, {kCausal, kAttnScale}, [](const auto& c) -> Results {
+    const auto scale = c.set.has("scale") ? std::optional<float>(c.set.number("scale", 0)) : std::nullopt;
+    const auto fwd = ops::attention(c.in[0], c.in[1], c.in[2], scale, c.set.flag("causal"));
+    return {c.host(fwd.out), c.host(fwd.lse)};
+  });
+}
+
+OpEntry spec_attention_backward() {
+  return spec({{"Q"}, {"K"}, {"V"}, {"dO"}}, {{"dQ"}, {"dK"}, {"dV"}}, {kCausal, kAttnScale}, [](const auto& c) -> Results {
+    using S = SpaceOf<std::decay_t<decltype(c)>>;
+    const auto scale = c.set.has("scale") ? std::optional<float>(c.set.number("scale", 0)) : std::nullopt;
+    const bool causal = c.set.flag("causal");
+    const auto &q = c.in[0], &k = c.in[1], &v = c.in[2];
+    const auto fwd = ops::attention(q, k, v, scale, causal);
+    Tensor<S> dq(q.shape(), "ptk::dQ"), dk(k.shape(), "ptk::dK"), dv(v.shape(), "ptk::dV");
+    ops::attention_backward(dq, dk, dv, c.in[3], q, k, v, fwd.out, fwd.lse, scale, causal);
+    return {c.host(dq), c.host(dk), c.host(dv)};
+  });
+}
+
+OpEntry spec_decode_attention() {
+  return spec({{"Q"}, {"Kcache"}, {"Vcache"}}, {{"O"}, {"lse", true}},
+              {{"length", "Tmax", "filled cache positions L; the Tq queries sit at L - Tq .. L - 1 (causal)"},
+               kAttnScale, {"splits", "0", "key chunks merged (0: chosen for the machine; any gives the same up to rounding)"}},
+              [](const auto& c) -> Results {
+    const auto scale = c.set.has("scale") ? std::optional<float>(c.set.number("scale", 0)) : std::nullopt;
+    const auto Tmax = c.in[1].rank() == 4 ? c.in[1].dim(2) : 0;
+    const auto length = c.set.integer("length", Tmax, 0, INT_MAX);
+    const auto splits = static_cast<int>(c.set.integer("splits", 0, 0, INT_MAX));
+    const auto r = ops::decode_attention(c.in[0], c.in[1], c.in[2], length, scale, splits);
+    return {c.host(r.out), c.host(r.lse)};
+  });
+}
+
+OpEntry spec_gelu() {
+  return spec({{"X"}}, {{"Y"}}, {}, [](const auto& c) -> Results { return {c.host(ops::gelu(c.in[0]))}; });
+}
+
+OpEntry spec_silu() {
+  return spec({{"X"}}, {{"Y"}}, {}, [](const auto& c) -> Results { return {c.host(ops::silu(c.in[0]))}; });
+}
+
+OpEntry spec_gelu_backward() {
+  return spec({{"X"}, {"dY"}}, {{"dX"}}, {}, [](const auto& c) -> Results {
     Tensor<SpaceOf<std::decay_t<decltype(c)>>> dx(c.in[0].shape(), "ptk::dX");
     ops::gelu_backward(dx, c.in[0], c.in[1]);
     return {c.host(dx)};
-  }));
-  r.push_back(op("silu_backward", {{"X"}, {"dY"}}, {{"dX"}}, {}, "dX = dY · silu'(X)", [](const auto& c) -> Results {
+  });
+}
+
+OpEntry spec_silu_backward() {
+  return spec({{"X"}, {"dY"}}, {{"dX"}}, {}, [](const auto& c) -> Results {
     Tensor<SpaceOf<std::decay_t<decltype(c)>>> dx(c.in[0].shape(), "ptk::dX");
     ops::silu_backward(dx, c.in[0], c.in[1]);
     return {c.host(dx)};
-  }));
-  r.push_back(op("embedding", {{"ids", true}, {"table"}}, {{"out"}}, {},
-                 "out [...,C] = the rows of table [V,C] that ids (in [0, V)) name",
-                 [](const auto& c) -> Results {
-                   using S = SpaceOf<std::decay_t<decltype(c)>>;
-                   return {c.host(ops::embedding<S>(c.ids(0), c.in[1], c.inputs.ids[0].shape))};
-                 }));
-  r.push_back(op("embedding_backward", {{"ids", true}, {"dout"}}, {{"dtable"}},
-                 {{"vocab", "max id + 1", "rows of dtable"}},
-                 "dtable [vocab,C]: each row of dout added into the row its id names",
-                 [](const auto& c) -> Results {
-                   using S = SpaceOf<std::decay_t<decltype(c)>>;
-                   long long max_id = -1;
-                   for (auto id : c.inputs.ids[0].data) max_id = std::max<long long>(max_id, id);
-                   const auto vocab = c.set.integer("vocab", max_id + 1, 1, INT_MAX);
-                   Tensor<S> dtable({vocab, c.in[1].dim(-1)}, "ptk::dtable");
-                   ops::embedding_backward<S>(dtable, c.in[1], c.ids(0));
-                   return {c.host(dtable)};
-                 }));
-  r.push_back(op("cross_entropy", {{"logits"}, {"targets", true}}, {{"loss"}, {"losses"}, {"lse", true}}, {kIgnore},
-                 "loss (0-d: the mean over counted rows), per-row losses and lse; targets in [0, V) or ignore_index",
-                 [](const auto& c) -> Results {
-                   using S = SpaceOf<std::decay_t<decltype(c)>>;
-                   const int ignore = ignore_index(c.set);
-                   const auto ce = ops::cross_entropy<S>(c.in[0], c.ids(1), ignore);
-                   return {io::NpyArray{{}, {ce.loss_value()}}, c.host(ce.losses), c.host(ce.lse)};
-                 }));
-  r.push_back(op("cross_entropy_backward", {{"logits"}, {"targets", true}}, {{"dlogits"}},
-                 {kIgnore, {"dloss", "1", "the upstream gradient of the loss"}},
-                 "recomputes the forward and gives dlogits for the loss scaled by dloss",
-                 [](const auto& c) -> Results {
-                   using S = SpaceOf<std::decay_t<decltype(c)>>;
-                   const int ignore = ignore_index(c.set);
-                   const auto targets = c.ids(1);
-                   const auto ce = ops::cross_entropy<S>(c.in[0], targets, ignore);
-                   Tensor<S> dlogits(c.in[0].shape(), "ptk::dlogits");
-                   ops::cross_entropy_backward<S>(dlogits, c.set.number("dloss", 1.0f), c.in[0], ce.lse, targets,
-                                                  ce.counted, ignore);
-                   return {c.host(dlogits)};
-                 }));
-  r.push_back(op("rope", {{"X"}}, {{"Y"}}, {kPosOffset, kBase, kLayout},
-                 "rotary position embedding of X [B,T,H,D] or [B,H,T,D] (D even)",
-                 [](const auto& c) { return run_rope(c, false); }));
-  r.push_back(op("rope_backward", {{"dY"}}, {{"dX"}}, {kPosOffset, kBase, kLayout},
-                 "dX for the upstream dY (the inverse rotation)", [](const auto& c) { return run_rope(c, true); }));
+  });
+}
+
+OpEntry spec_embedding() {
+  return spec({{"ids", true}, {"table"}}, {{"out"}}, {}, [](const auto& c) -> Results {
+    using S = SpaceOf<std::decay_t<decltype(c)>>;
+    return {c.host(ops::embedding<S>(c.ids(0), c.in[1], c.inputs.ids[0].shape))};
+  });
+}
+
+OpEntry spec_embedding_backward() {
+  return spec({{"ids", true}, {"dout"}}, {{"dtable"}},
+              {{"vocab", "max id + 1", "rows of dtable"}}, [](const auto& c) -> Results {
+    using S = SpaceOf<std::decay_t<decltype(c)>>;
+    long long max_id = -1;
+    for (auto id : c.inputs.ids[0].data) max_id = std::max<long long>(max_id, id);
+    const auto vocab = c.set.integer("vocab", max_id + 1, 1, INT_MAX);
+    Tensor<S> dtable({vocab, c.in[1].dim(-1)}, "ptk::dtable");
+    ops::embedding_backward<S>(dtable, c.in[1], c.ids(0));
+    return {c.host(dtable)};
+  });
+}
+
+OpEntry spec_cross_entropy() {
+  return spec({{"logits"}, {"targets", true}}, {{"loss"}, {"losses"}, {"lse", true}}, {kIgnore}, [](const auto& c) -> Results {
+    using S = SpaceOf<std::decay_t<decltype(c)>>;
+    const int ignore = ignore_index(c.set);
+    const auto ce = ops::cross_entropy<S>(c.in[0], c.ids(1), ignore);
+    return {io::NpyArray{{}, {ce.loss_value()}}, c.host(ce.losses), c.host(ce.lse)};
+  });
+}
+
+OpEntry spec_cross_entropy_backward() {
+  return spec({{"logits"}, {"targets", true}}, {{"dlogits"}},
+              {kIgnore, {"dloss", "1", "the upstream gradient of the loss"}}, [](const auto& c) -> Results {
+    using S = SpaceOf<std::decay_t<decltype(c)>>;
+    const int ignore = ignore_index(c.set);
+    const auto targets = c.ids(1);
+    const auto ce = ops::cross_entropy<S>(c.in[0], targets, ignore);
+    Tensor<S> dlogits(c.in[0].shape(), "ptk::dlogits");
+    ops::cross_entropy_backward<S>(dlogits, c.set.number("dloss", 1.0f), c.in[0], ce.lse, targets,
+                                   ce.counted, ignore);
+    return {c.host(dlogits)};
+  });
+}
+
+OpEntry spec_rope() {
+  return spec({{"X"}}, {{"Y"}}, {kPosOffset, kBase, kLayout}, [](const auto& c) { return run_rope(c, false); });
+}
+
+OpEntry spec_rope_backward() {
+  return spec({{"dY"}}, {{"dX"}}, {kPosOffset, kBase, kLayout}, [](const auto& c) { return run_rope(c, true); });
+}
+
+// The entries in the table's order, named and summarized by it. A row without its spec_<name>() does not compile.
+std::vector<OpEntry> make_registry() {
+  std::vector<OpEntry> r;
+#define PTK_OP(NAME, HEADER, BENCH, LAUNCHES, SUMMARY) \
+  r.push_back(spec_##NAME());                         \
+  r.back().name = #NAME;                              \
+  r.back().summary = SUMMARY;
+#include "ptk/op_table.def"
   return r;
 }
 

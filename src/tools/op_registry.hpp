@@ -2,7 +2,8 @@
 // The ops `ptk op` runs, one registry entry each: name, inputs (which are integer index arrays),
 // outputs (which may be left out), --set keys with defaults and descriptions, a summary, and the
 // function that runs it. op_command.cpp reads only this for its listing, argument checks and
-// dispatch; docs/design.md's op table lists the same names (tests/op_cli_test.sh compares them).
+// dispatch. The ops, their order and summaries are the op table's (ptk/op_table.def); ctest op_table:*
+// checks the docs, the benchmarks, ptk_gpu_launches and the umbrella header against the same table.
 #include <Kokkos_Core.hpp>
 
 #include <functional>
@@ -72,7 +73,7 @@ struct OpEntry {
   const OpKey* key(const std::string& name) const;
 };
 
-// Every op, in the order `ptk op --help` lists them.
+// Every op, in the op table's order (`ptk op --help` lists them so).
 const std::vector<OpEntry>& op_registry();
 const OpEntry* find_op(const std::string& name);
 

@@ -15,12 +15,10 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "exit_status.hpp"
 #include "ptk/core/error.hpp"
 #include "ptk/core/runtime.hpp"
 #include "ptk/dist/comm.hpp"
-#include "ptk/io/atomic_file.hpp"
-#include "ptk/io/npy.hpp"
-#include "ptk/io/safetensors.hpp"
 
 namespace {
 
@@ -46,30 +44,38 @@ const char* const kUsage = R"(usage:
                [--top-p P] [--seed S] [--device host|default]
                                              stream text from a checkpoint (KV cache; ptk generate --help)
 Inputs must be regular files; outputs regular files or new names (not devices, directories or symbolic links).
-Exit status: 0 on success, 2 on bad input (one-line message on stderr), also when standard output cannot be
-written (a full disk, /dev/full).
+Exit status: 0 on success; 2 on bad input, an unreadable or unwritable file, too little memory (one-line message
+on stderr), also when standard output cannot be written (a full disk, /dev/full); 1 on an internal error.
 )";
 
-// The one line an error ends with. On a rank of a data-parallel job it names the rank and ends the whole job
-// (MPI_Abort): the other ranks may be waiting in a collective for this one, and must not hang.
-int fail(const std::string& line, int status) {
+// The one line an error ends with, and its exit status, both from the kind's row of the table (exit_status.hpp).
+// A collective error was found by every rank together: rank 0 says it, and all leave through MPI_Finalize. Any
+// other error on a rank of a data-parallel job names the rank and ends the whole job (MPI_Abort): the other ranks
+// may be waiting in a collective for this one, and must not hang.
+int report(const ptk::Error& error) {
+  const auto& rule = ptk::tools::exit_rule(error.error_kind());
+  const std::string line = rule.prefix + error.line();
   auto& comm = ptk::dist::Comm::world();
+  if (error.error_kind() == ptk::ErrorKind::collective) {
+    if (comm.rank() == 0) std::cerr << "ptk: " << line << '\n';
+    return rule.status;
+  }
   if (comm.distributed()) {
     std::cerr << "ptk: rank " << comm.rank() << " of " << comm.size() << ": " << line << std::endl;
-    comm.abort(status);
+    comm.abort(rule.status);
   }
   std::cerr << "ptk: " << line << '\n';
-  return status;
+  return rule.status;
 }
 
 // What a command printed must reach its destination: a write to standard output that failed (a full disk,
-// /dev/full) turns a successful status into 2, with one line. (After MPI has ended: no rank prefix, no abort.)
+// /dev/full) turns a successful status into the io kind's (2), with one line. (After MPI has ended: no rank prefix, no abort.)
 int flush_stdout(int status) {
   std::cout.flush();
   if ((std::fflush(stdout) == 0 && std::ferror(stdout) == 0 && std::cout) || status != 0) return status;
   const int err = errno;
   std::cerr << "ptk: cannot write to standard output: " << std::strerror(err != 0 ? err : EIO) << '\n';
-  return 2;
+  return ptk::tools::exit_rule(ptk::ErrorKind::io).status;
 }
 
 std::string executable_dir() {
@@ -92,7 +98,7 @@ int run_command(int argc, char** argv) {
   const std::string command = argc > 1 ? argv[1] : "";
   if (command.empty() || command == "--help" || command == "-h" || command == "help") {
     std::cout << kUsage;
-    return command.empty() ? 2 : 0;
+    return command.empty() ? ptk::tools::exit_rule(ptk::ErrorKind::usage).status : 0;
   }
   // Only --kokkos-* flags reach Kokkos: it would also take ptk's --device as its own legacy flag.
   ptk::tools::Args args;
@@ -116,7 +122,7 @@ int run_command(int argc, char** argv) {
       return ptk::tools::bench_command(args, executable_dir());
     }
     if (command != "info" && command != "op" && command != "train" && command != "generate")
-      throw ptk::tools::UsageError{"unknown command '" + command + "' (expected info, op, bench, train or generate)"};
+      throw ptk::UsageError("unknown command '" + command + "' (expected info, op, bench, train or generate)");
     // A GPU build on a machine without its GPU: Kokkos::initialize would abort (runtime.hpp), so
     // `info` reports without Kokkos and `op` refuses with one line, exit 2.
     if (ptk::runtime::gpu_build_without_gpu()) {
@@ -128,34 +134,22 @@ int run_command(int argc, char** argv) {
       if (help && command == "generate") return ptk::tools::generate_command(args);
       return ptk::runtime::check_can_initialize("ptk");
     }
-    // PTK_TUNING=gpu: the autograd and model run OpenMP with the GPU tuning (runtime.hpp).
-    if (ptk::runtime::tuning_from_env("ptk").empty()) return 2;
+    // PTK_TUNING=gpu: the autograd and model run OpenMP with the GPU tuning (runtime.hpp). A bad value has been
+    // reported in one line by tuning_from_env (shared with ptk_bench and the tests, which do not throw).
+    if (ptk::runtime::tuning_from_env("ptk").empty()) return ptk::tools::exit_rule(ptk::ErrorKind::input).status;
     ptk::runtime::set_gpu_tuning_threads();
     Kokkos::ScopeGuard kokkos(kokkos_argc, kokkos_argv.data());
     if (command == "train") return ptk::tools::train_command(args);
     if (command == "generate") return ptk::tools::generate_command(args);
     return command == "info" ? ptk::tools::info_command(args, true) : ptk::tools::op_command(args);
-  } catch (const ptk::tools::UsageError& e) {
-    return fail(e.message, 2);
-  } catch (const ptk::io::SafetensorsError& e) {
-    return fail(std::string(e.what()) + " [" + ptk::io::to_string(e.kind()) + "]", 2);
-  } catch (const ptk::dist::CollectiveError& e) {
-    // Found by every rank together: rank 0 says it, and all leave through MPI_Finalize.
-    if (ptk::dist::Comm::world().rank() == 0) std::cerr << "ptk: " << e.what() << '\n';
   } catch (const ptk::Error& e) {
-    return fail(e.what(), 2);
-  } catch (const ptk::io::NpyError& e) {
-    return fail(e.what(), 2);
-  } catch (const ptk::io::FileError& e) {
-    return fail(e.what(), 2);
-  } catch (const std::bad_alloc& e) {
-    return fail(std::string("out of memory (") + e.what() + ")", 2);
-  } catch (const std::exception& e) {
-    std::string what = e.what();
-    what = what.substr(0, what.find('\n'));
-    return fail("internal error: " + what, 1);
+    return report(e);
+  } catch (const std::bad_alloc& e) {  // an allocation outside ptk::allocate (a std::vector, a string)
+    return report(ptk::OutOfMemory(std::string("out of memory (") + e.what() + ")"));
+  } catch (const std::exception& e) {  // not thrown on purpose: ptk's own fault, one line of it
+    const std::string what = e.what();
+    return report(ptk::InternalError(what.substr(0, what.find('\n'))));
   }
-  return 2;
 }
 
 }  // namespace

@@ -20,7 +20,7 @@ using HostFloats = Kokkos::View<float*, Kokkos::HostSpace, Kokkos::MemoryTraits<
 Device parse_device(const std::string& name) {
   if (name == "host") return canonical(Device::host);
   if (name == "default") return canonical(Device::device);
-  throw Error("device must be host or default, got '" + name + "'");
+  throw InputError("device must be host or default, got '" + name + "'");
 }
 
 std::string describe(Device device) {

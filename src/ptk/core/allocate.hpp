@@ -16,11 +16,6 @@
 
 namespace ptk {
 
-class OutOfMemory : public Error {
- public:
-  using Error::Error;
-};
-
 // "1.50 GiB" (binary units, three significant digits).
 inline std::string human_bytes(double bytes) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};

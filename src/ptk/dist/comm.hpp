@@ -29,7 +29,7 @@ enum class Memory { host, device };
 // multi-rank job ends the job through abort().
 class CollectiveError : public Error {
  public:
-  using Error::Error;
+  explicit CollectiveError(const std::string& message) : Error(ErrorKind::collective, message) {}
 };
 
 class Comm {

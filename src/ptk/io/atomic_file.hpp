@@ -17,12 +17,14 @@
 #include <string>
 #include <vector>
 
+#include "ptk/core/error.hpp"
+
 namespace ptk::io {
 
 // what() is one line: "<path>: <problem>".
-class FileError : public std::runtime_error {
+class FileError : public IoError {
  public:
-  using std::runtime_error::runtime_error;
+  using IoError::IoError;
 };
 
 // Refuses (check_output_file) a `path` that exists and is not a regular file before anything is written.

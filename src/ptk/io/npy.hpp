@@ -11,13 +11,15 @@
 #include <string>
 #include <vector>
 
+#include "ptk/core/error.hpp"
+
 namespace ptk::io {
 
 // Thrown for any unreadable, malformed or unsupported file and for I/O
 // failures. what() is a single line of the form "<file>: <problem>".
-class NpyError : public std::runtime_error {
+class NpyError : public IoError {
  public:
-  using std::runtime_error::runtime_error;
+  using IoError::IoError;
 };
 
 struct NpyArray {

@@ -84,6 +84,8 @@ const char* to_string(SafetensorsError::Kind kind) {
   return "unknown";
 }
 
+std::string SafetensorsError::line() const { return std::string(what()) + " [" + to_string(kind_) + "]"; }
+
 std::string crc32_hex(const void* data, std::size_t size) {
   uLong crc = ::crc32(0L, Z_NULL, 0);
   const auto* p = static_cast<const Bytef*>(data);

@@ -16,10 +16,12 @@
 #include <string>
 #include <vector>
 
+#include "ptk/core/error.hpp"
+
 namespace ptk::io {
 
 // what() is one line: "<file>: <problem>".
-class SafetensorsError : public std::runtime_error {
+class SafetensorsError : public IoError {
  public:
   enum class Kind {
     unreadable,  // cannot open or read the file (or write it)
@@ -29,8 +31,11 @@ class SafetensorsError : public std::runtime_error {
     invalid,     // a safetensors file that breaks the format: bad JSON, bad offsets or shapes, trailing data
     unpaired,    // files that must belong together (a model and its training state) do not
   };
-  SafetensorsError(Kind kind, const std::string& message) : std::runtime_error(message), kind_(kind) {}
+  SafetensorsError(Kind kind, const std::string& message) : IoError(message), kind_(kind) {}
+  // The problem's class, not the error family (Error::error_kind(), always io here).
   Kind kind() const { return kind_; }
+  // "<file>: <problem> [<kind>]": the tool's line names the class too; what() stays without it.
+  std::string line() const override;
 
  private:
   Kind kind_;

@@ -41,7 +41,7 @@ std::string to_string(Arch arch) { return arch == Arch::llama ? "llama" : "gpt2"
 Arch parse_arch(const std::string& name) {
   if (name == "gpt2") return Arch::gpt2;
   if (name == "llama") return Arch::llama;
-  throw Error("model: unknown architecture '" + name + "' (valid: gpt2, llama)");
+  throw InputError("model: unknown architecture '" + name + "' (valid: gpt2, llama)");
 }
 
 int kv_heads(const DecoderConfig& c) { return c.n_kv_head != 0 ? c.n_kv_head : c.n_head; }
@@ -180,7 +180,7 @@ Decoder::Decoder(const DecoderConfig& config, ag::Device device, std::uint64_t s
 const ag::Var& Decoder::parameter(const std::string& name) const {
   for (const auto& np : params_)
     if (np.first == name) return np.second;
-  throw Error("model: no parameter named '" + name + "'");
+  throw InputError("model: no parameter named '" + name + "'");
 }
 
 std::int64_t Decoder::parameter_count() const {
