@@ -1,13 +1,17 @@
 // Data-parallel pieces that run in one process (tests/distributed_test.sh runs the ranks under mpirun): the batch
 // shares, the start-up agreement's comparison, the flat parameter buffers and their AdamW against ag::adamw_update,
-// and the data-parallel optimizer on a one-rank world against Adamw.
+// and the data-parallel optimizer on a one-rank world against Adamw, also through the one optimizer interface.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <cstdio>
 #include <random>
 
 #include "ptk/autograd/flat.hpp"
 #include "ptk/dist/comm.hpp"
+#include "ptk/nn/checkpoint.hpp"
 #include "ptk/nn/data_parallel.hpp"
+#include "ptk/nn/optimizer.hpp"
 #include "ptk/nn/train.hpp"
 
 namespace {
@@ -165,6 +169,57 @@ TEST(DataParallel, OneRankOptimizerFollowsAdamw) {
   for (std::size_t i = 0; i < state.size(); ++i) EXPECT_EQ(back[i].second.values(), state[i].second.values()) << state[i].first;
   tensors.pop_back();
   EXPECT_THROW(again.load_state(tensors, 1), Error);
+}
+
+// nn::Optimizer over both (nn/optimizer.hpp): on one rank, nn::Trainer with the data-parallel optimizer follows the
+// one with AdamW (within rounding, as above); only the data-parallel one times collectives and waits for a step to
+// stop (on one rank a stop request comes back from either step as it went in); a checkpoint it saves continues in
+// AdamW with the same moments.
+TEST(DataParallel, TrainerRunsEitherOptimizer) {
+  std::mt19937_64 rng(21);
+  std::string text(3000, 'a');
+  for (auto& c : text) c = static_cast<char>('a' + rng() % 11);
+  const auto data = nn::Dataset::from_text(text);
+  ASSERT_EQ(data.vocab.size(), 11);
+  const nn::Decoder a = small_model(13), b = small_model(13);
+  nn::LocalOptimizer local(a, nn::AdamwConfig{});
+  nn::DataParallelOptimizer parallel(b, nn::AdamwConfig{}, dist::Comm::world(), nn::DataParallelOptions{});
+  EXPECT_TRUE(local.stops_alone());
+  EXPECT_FALSE(parallel.stops_alone());
+  EXPECT_FALSE(local.take_comm_ms().has_value());
+  EXPECT_TRUE(parallel.take_comm_ms().has_value());
+  nn::RunState run;
+  run.id = nn::new_run_id();
+  run.schedule = {1e-2f, 1e-3f, 2, 6};
+  run.batch = 4;
+  run.seed = 5;
+  nn::Trainer ta(a, local, data.train, run), tb(b, parallel, data.train, run);
+  while (!ta.finished()) {
+    const bool stop = ta.state().step == 4;
+    const nn::StepReport ra = ta.step(stop), rb = tb.step(stop);
+    EXPECT_EQ(ra.step, rb.step);
+    EXPECT_EQ(ra.stop, stop);
+    EXPECT_EQ(rb.stop, stop);
+    EXPECT_NEAR(rb.result.loss, ra.result.loss, 1e-5f * ra.result.loss) << "step " << ra.step;
+  }
+  EXPECT_TRUE(tb.finished());
+  EXPECT_NEAR(parallel.evaluate(data.val, 2), local.evaluate(data.val, 2), 1e-5 * local.evaluate(data.val, 2));
+
+  const std::string path = testing::TempDir() + "ptk_either_optimizer_" + std::to_string(getpid()) + ".safetensors";
+  parallel.save(path, data.vocab, tb.state());
+  const nn::Checkpoint ck = nn::load_checkpoint(path);
+  ASSERT_TRUE(ck.training.has_value());
+  EXPECT_EQ(ck.training->run.step, 6);
+  const nn::Decoder c = small_model(99);
+  nn::assign_parameters(c, ck);
+  nn::LocalOptimizer again(c, nn::AdamwConfig{});
+  again.restore(*ck.training);
+  EXPECT_EQ(again.adamw().steps_taken(), 6);
+  const nn::NamedParameters moments = parallel.adamw().gathered_state(), restored = again.adamw().state();
+  ASSERT_EQ(restored.size(), moments.size());
+  for (std::size_t i = 0; i < moments.size(); ++i) EXPECT_EQ(restored[i].second.values(), moments[i].second.values()) << moments[i].first;
+  std::remove(path.c_str());
+  std::remove(nn::state_path(path, 6).c_str());
 }
 
 }  // namespace

@@ -36,8 +36,6 @@ TEST(ErrorFamily, EachClassHasItsKind) {
   expect_kind(ptk::OutOfMemory("m"), ErrorKind::out_of_memory);
   expect_kind(ptk::InternalError("b"), ErrorKind::internal);
   expect_kind(ptk::dist::CollectiveError("c"), ErrorKind::collective);
-  // Error(message) alone is the input kind: what it meant before the kinds, and what older throw sites mean.
-  expect_kind(Error("e"), ErrorKind::input);
 }
 
 TEST(ErrorFamily, FileFormatsAreTheIoKind) {

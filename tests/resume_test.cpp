@@ -13,6 +13,7 @@
 
 #include "ptk/io/safetensors.hpp"
 #include "ptk/nn/checkpoint.hpp"
+#include "ptk/nn/optimizer.hpp"
 #include "ptk/nn/train.hpp"
 
 namespace ptk::test {
@@ -39,14 +40,14 @@ struct Trace {
 };
 
 // Runs trainer to its end, appending to trace; then records the weights and the moments.
-void finish(nn::Trainer& trainer, const nn::Decoder& model, const nn::Adamw& optimizer, Trace& trace) {
+void finish(nn::Trainer& trainer, const nn::Decoder& model, const nn::LocalOptimizer& optimizer, Trace& trace) {
   while (!trainer.finished()) {
     const auto r = trainer.step();
     trace.losses.push_back(r.result.loss);
     trace.norms.push_back(r.result.grad_norm);
   }
   for (const auto& p : model.parameters()) trace.weights.push_back(p.second.values());
-  for (const auto& m : optimizer.state()) trace.moments.push_back(m.second.values());
+  for (const auto& m : optimizer.adamw().state()) trace.moments.push_back(m.second.values());
 }
 
 // Index of the first element where a and b differ in any bit, -1 if none.
@@ -70,7 +71,7 @@ void expect_bit_exact_resume(nn::DecoderConfig c) {
   Trace whole;
   {
     const nn::Decoder model(c, kDevice, start.seed);
-    nn::Adamw optimizer(model.parameters(), nn::AdamwConfig{});
+    nn::LocalOptimizer optimizer(model, nn::AdamwConfig{});
     nn::Trainer trainer(model, optimizer, data.train, start);
     finish(trainer, model, optimizer, whole);
   }
@@ -81,14 +82,14 @@ void expect_bit_exact_resume(nn::DecoderConfig c) {
     Trace resumed;
     {
       const nn::Decoder model(c, kDevice, start.seed);
-      nn::Adamw optimizer(model.parameters(), nn::AdamwConfig{});
+      nn::LocalOptimizer optimizer(model, nn::AdamwConfig{});
       nn::Trainer trainer(model, optimizer, data.train, start);
       while (trainer.state().step < k) {
         const auto r = trainer.step();
         resumed.losses.push_back(r.result.loss);
         resumed.norms.push_back(r.result.grad_norm);
       }
-      nn::save_checkpoint(path, model, data.vocab, optimizer, trainer.state());
+      optimizer.save(path, data.vocab, trainer.state());
     }
     const auto ck = nn::load_checkpoint(path);
     ASSERT_TRUE(ck.training.has_value());
@@ -96,8 +97,8 @@ void expect_bit_exact_resume(nn::DecoderConfig c) {
     EXPECT_EQ(ck.training->run.id, start.id);
     const nn::Decoder model(ck.config, kDevice, /*seed, overwritten by the checkpoint=*/999);
     nn::assign_parameters(model, ck);
-    nn::Adamw optimizer(model.parameters(), nn::AdamwConfig{});
-    nn::restore_optimizer(optimizer, *ck.training);
+    nn::LocalOptimizer optimizer(model, nn::AdamwConfig{});
+    optimizer.restore(*ck.training);
     nn::Trainer trainer(model, optimizer, data.train, ck.training->run);
     finish(trainer, model, optimizer, resumed);
 
@@ -109,7 +110,7 @@ void expect_bit_exact_resume(nn::DecoderConfig c) {
     }
     for (std::size_t i = 0; i < whole.moments.size(); ++i)
       EXPECT_EQ(first_difference(resumed.moments[i], whole.moments[i]), -1)
-          << optimizer.state()[i].first << ", interrupted at step " << k;
+          << optimizer.adamw().state()[i].first << ", interrupted at step " << k;
     std::remove(nn::state_path(path, k).c_str());
   }
   std::remove(path.c_str());

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "ptk/core/runtime.hpp"
+#include "ptk/dist/comm.hpp"
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
@@ -15,8 +16,11 @@ int main(int argc, char** argv) {
   // (parity.hpp); a GPU build on a machine without its GPU exits 2 with one line.
   ptk::runtime::set_openmp_defaults();
   ptk::runtime::keep_freed_memory();
+  // Under mpirun (ctest comm_mpi) MPI starts before Kokkos and ends after it; otherwise the world is one rank.
+  std::optional<ptk::dist::Session> mpi;
   std::optional<Kokkos::ScopeGuard> kokkos;
   if (!::testing::GTEST_FLAG(list_tests)) {
+    mpi.emplace(&argc, &argv);
     if (ptk::runtime::device_from_env("ptk_tests").empty()) return 2;
     if (const int status = ptk::runtime::check_can_initialize("ptk_tests")) return status;
     // PTK_TUNING=gpu: OpenMP runs the GPU tuning (parity.hpp, the autograd); its teams need that many threads.

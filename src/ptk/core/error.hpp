@@ -37,9 +37,6 @@ enum class ErrorKind {
 // which an exception being copied while it propagates needs.
 class Error : public std::runtime_error {
  public:
-  // Error(message) is the input kind: what Error meant before the kinds existed, and what code written against
-  // that (throw Error("model: unknown architecture ...")) still means. New code throws the kind's class.
-  explicit Error(const std::string& message) : Error(ErrorKind::input, message) {}
   ErrorKind error_kind() const noexcept { return kind_; }
   // The one line the tool prints after "ptk: ". A kind may add detail that what() leaves out (safetensors: the
   // problem's class in brackets) without changing what() for the code that compares it.

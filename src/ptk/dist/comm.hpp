@@ -6,12 +6,16 @@
 // world is one rank and every collective is the identity: a program written against Comm runs unchanged in one
 // process. This header includes neither MPI nor Kokkos.
 //
-// Buffers live in host memory or in the default execution space's memory (a GPU's). Whether a collective hands MPI
-// the buffer's own pointer or copies it through a host staging buffer is decided in one place, Comm::direct(): host
-// memory always goes directly, device memory only where the MPI library says at run time that it is GPU-aware
-// (Open MPI's MPIX_Query_cuda_support / MPIX_Query_rocm_support, or PTK_MPI_GPU_AWARE=0|1 for the libraries that
-// have no such query). PTK_MPI_FORCE_STAGING=1 stages every buffer, host memory too: the staging path then runs, and
-// is tested, on a CPU build.
+// Comm is the one front of the collectives; a Backend (backend.hpp) carries them: MPI's (mpi_backend.cpp, built
+// only with MPI) or the one-rank world's. Comm writes everything around a backend's call once: the fence, the
+// timing, host staging (staging.hpp) and the cutting of collectives longer than an int count (max_count()).
+//
+// Buffers live in host memory or in the default execution space's memory (a GPU's). Whether a collective hands the
+// backend the buffer's own pointer or copies it through a host staging buffer is decided in one place,
+// Comm::direct(): host memory always goes directly, device memory only where the MPI library says at run time that
+// it is GPU-aware (Open MPI's MPIX_Query_cuda_support / MPIX_Query_rocm_support, or PTK_MPI_GPU_AWARE=0|1 for the
+// libraries that have no such query). PTK_MPI_FORCE_STAGING=1 stages every buffer, host memory too: the staging path
+// then runs, and is tested, on a CPU build.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -32,17 +36,25 @@ class CollectiveError : public Error {
   explicit CollectiveError(const std::string& message) : Error(ErrorKind::collective, message) {}
 };
 
+class Backend;     // dist/backend.hpp: what carries the collectives (MPI's, or the one-rank world's)
+enum class Type;   // dist/backend.hpp: the element types
+
 class Comm {
  public:
   // The world of this process: the MPI job when Session started MPI, else one rank.
   static Comm& world();
+  // A world carried by `backend` (Comm::world() starts with the one-rank backend; tests bring their own).
+  explicit Comm(std::unique_ptr<Backend> backend);
+  ~Comm();
+  Comm(const Comm&) = delete;
+  Comm& operator=(const Comm&) = delete;
 
   int rank() const { return rank_; }
   int size() const { return size_; }
   bool distributed() const { return size_ > 1; }
   bool gpu_aware() const { return gpu_aware_; }
-  // True when collectives pass a buffer in `memory` to MPI as it is (host memory; device memory in a host-only
-  // build, where it is host memory, or with a GPU-aware MPI); false when they stage it through the host.
+  // True when collectives pass a buffer in `memory` to the backend as it is (host memory; device memory in a
+  // host-only build, where it is host memory, or with a GPU-aware MPI); false when they stage it through the host.
   bool direct(Memory memory) const;
   // "Open MPI 4.1.4" (or "none" in a one-rank world without MPI).
   const std::string& library() const { return library_; }
@@ -73,18 +85,34 @@ class Comm {
   // Seconds spent inside collectives since the last call (the communication share of a step).
   double take_seconds();
 
-  // For Session.
-  void start(int rank, int size, bool gpu_aware, std::string library);
+  // The most elements one backend call carries: INT_MAX, since MPI's counts and displacements are int. Every
+  // collective longer than that is cut into calls of at most max_count() elements (a part of each rank's, for the
+  // collectives with counts), with the same result. Tests set it small, to run the cutting on small buffers:
+  // set_max_count, or PTK_MPI_MAX_COUNT=N in the environment (read when a backend is installed).
+  std::int64_t max_count() const { return max_count_; }
+  void set_max_count(std::int64_t n);
+
+  // For Session: the MPI world replaces the one-rank one. Reads PTK_MPI_FORCE_STAGING and PTK_MPI_MAX_COUNT.
+  void install(std::unique_ptr<Backend> backend);
 
  private:
-  Comm() = default;
+  // Each collective once, over elements of any type, cut into backend calls of at most max_count_ elements.
+  void allreduce_pieces(void* data, std::int64_t n, Type type, bool start);
+  void reduce_scatter_pieces(const void* in, void* out, const std::vector<std::int64_t>& counts, Type type);
+  void allgather_pieces(void* data, const std::vector<std::int64_t>& counts, Type type);
+  void gather_pieces(const void* in, void* out, const std::vector<std::int64_t>& counts, Type type);
+  void check_counts(const std::vector<std::int64_t>& counts, const char* what) const;
+
+  std::unique_ptr<Backend> backend_;
   int rank_ = 0, size_ = 1;
-  bool gpu_aware_ = false, mpi_ = false, force_staging_ = false;
-  std::string library_ = "none";
+  bool gpu_aware_ = false, force_staging_ = false;
+  std::string library_;
+  std::int64_t max_count_;
   double seconds_ = 0.0;
-  std::vector<float> staging_, staging_out_;  // host copies of device buffers, when !direct(Memory::device)
-  struct Started;                              // the sums start_allreduce_sum began (comm.cpp)
-  std::vector<std::shared_ptr<Started>> started_;
+  std::vector<float> staging_, staging_out_;  // host copies of buffers the backend cannot take, reused call to call
+  std::vector<char> packed_;                  // a piece of every rank's part, when a collective is cut (comm.cpp)
+  struct Started;                             // the sums start_allreduce_sum began, and their staging (comm.cpp)
+  std::vector<std::unique_ptr<Started>> started_;
 };
 
 // True when this process was started by an MPI launcher (mpirun, mpiexec, srun with PMI/PMIx): Open MPI's,

@@ -1,6 +1,7 @@
 #include "ptk/nn/train.hpp"
 
 #include "ptk/nn/inference.hpp"
+#include "ptk/nn/optimizer.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -53,17 +54,8 @@ std::string new_run_id() {
   return buf;
 }
 
-Trainer::Trainer(const Decoder& model, Adamw& optimizer, const std::vector<int>& tokens, const RunState& state)
-    : model_(model),
-      optimizer_(&optimizer),
-      state_(state),
-      sampler_(tokens, state.batch, model.config().block_size, state.seed + 1, state.sampler_draws) {}
-
-Trainer::Trainer(const Decoder& model, DataParallelAdamw& optimizer, dist::Comm& comm, const std::vector<int>& tokens,
-                 const RunState& state)
-    : model_(model),
-      parallel_(&optimizer),
-      comm_(&comm),
+Trainer::Trainer(const Decoder& model, Optimizer& optimizer, const std::vector<int>& tokens, const RunState& state)
+    : optimizer_(optimizer),
       state_(state),
       sampler_(tokens, state.batch, model.config().block_size, state.seed + 1, state.sampler_draws) {}
 
@@ -72,8 +64,7 @@ StepReport Trainer::step(bool stop_requested) {
   StepReport r;
   r.lr = state_.schedule.at(state_.step);
   r.stop = stop_requested;
-  r.result = parallel_ != nullptr ? train_step(model_, *parallel_, *comm_, sampler_.next(), r.lr, r.stop)
-                                  : train_step(model_, *optimizer_, sampler_.next(), r.lr);
+  r.result = optimizer_.step(sampler_.next(), r.lr, r.stop);
   r.step = ++state_.step;
   state_.sampler_draws = sampler_.draws();
   return r;

@@ -62,24 +62,21 @@ struct StepReport {
   bool stop = false;  // a stop was requested (on any rank of a data-parallel run)
 };
 
-// Advances a run one step at a time: batch from the sampler, learning rate from the schedule, train_step.
+class Optimizer;  // optimizer.hpp: AdamW in one process, or data parallel
+
+// Advances a run one step at a time: batch from the sampler, learning rate from the schedule, the optimizer's step.
+// Data parallel, every rank draws the same global batches and trains on its share.
 class Trainer {
  public:
-  // tokens: the training split; it must outlive the trainer.
-  Trainer(const Decoder& model, Adamw& optimizer, const std::vector<int>& tokens, const RunState& state);
-  // Data parallel over comm's ranks: every rank draws the same global batches and trains on its share.
-  Trainer(const Decoder& model, DataParallelAdamw& optimizer, dist::Comm& comm, const std::vector<int>& tokens,
-          const RunState& state);
+  // tokens: the training split; it and the optimizer must outlive the trainer.
+  Trainer(const Decoder& model, Optimizer& optimizer, const std::vector<int>& tokens, const RunState& state);
   bool finished() const { return state_.step >= state_.schedule.steps; }
   // stop_requested: this process was asked to stop after this step; the report's stop says whether any rank was.
   StepReport step(bool stop_requested = false);
   const RunState& state() const { return state_; }
 
  private:
-  const Decoder& model_;
-  Adamw* optimizer_ = nullptr;
-  DataParallelAdamw* parallel_ = nullptr;
-  dist::Comm* comm_ = nullptr;
+  Optimizer& optimizer_;
   RunState state_;
   BatchSampler sampler_;
 };
