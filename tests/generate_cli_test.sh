@@ -147,6 +147,33 @@ err = np.abs(got - want).max()
 print(f'ok: ptk op decode_attention (splits=$splits) vs NumPy float64: max |diff| {err:.2e}')
 sys.exit(0 if got.shape == want.shape and err < 1e-5 else 1)" || fail "decode_attention differs from NumPy"
 done
+# ptk op attention with grouped kv heads (the training and prefill path): causal, K and V with Hq / 3 heads.
+/usr/bin/python3 - "$dir" <<'PY' || fail "grouped attention"
+import sys, numpy as np
+d = sys.argv[1]
+rng = np.random.default_rng(8)
+B, Hq, Hkv, T, D = 2, 6, 2, 37, 16
+q = rng.uniform(-1, 1, (B, Hq, T, D)).astype(np.float32)
+k = rng.uniform(-1, 1, (B, Hkv, T, D)).astype(np.float32)
+v = rng.uniform(-1, 1, (B, Hkv, T, D)).astype(np.float32)
+for name, x in (("gq", q), ("gk", k), ("gv", v)): np.save(f"{d}/{name}.npy", x)
+out = np.zeros((B, Hq, T, D))
+for b in range(B):
+    for h in range(Hq):
+        for t in range(T):
+            s = k[b, h // (Hq // Hkv), :t + 1].astype(np.float64) @ q[b, h, t].astype(np.float64) / np.sqrt(D)
+            p = np.exp(s - s.max()); p /= p.sum()
+            out[b, h, t] = p @ v[b, h // (Hq // Hkv), :t + 1].astype(np.float64)
+np.save(f"{d}/gwant.npy", out)
+PY
+"$ptk" op attention --in "$dir/gq.npy" --in "$dir/gk.npy" --in "$dir/gv.npy" --set causal=1 --out "$dir/go.npy" \
+  --device host 2>"$dir/err" || fail "ptk op attention (grouped): $(cat "$dir/err")"
+/usr/bin/python3 -c "
+import sys, numpy as np
+got, want = np.load('$dir/go.npy'), np.load('$dir/gwant.npy')
+err = np.abs(got - want).max()
+print(f'ok: ptk op attention, 6 query heads on 2 kv heads, causal, vs NumPy float64: max |diff| {err:.2e}')
+sys.exit(0 if got.shape == want.shape and err < 1e-5 else 1)" || fail "grouped attention differs from NumPy"
 expect_refusal "decode_attention with a length beyond Tmax" "length 41 must be in" \
   "$ptk" op decode_attention --in "$dir/q.npy" --in "$dir/k.npy" --in "$dir/v.npy" --set length=41 --out "$dir/o.npy"
 expect_refusal "decode_attention with Hq not a multiple of Hkv" "not a multiple" \
