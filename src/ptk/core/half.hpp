@@ -1,0 +1,75 @@
+#pragma once
+// The 16-bit element types: bf16 (bfloat16: float's sign and 8-bit exponent, 7 mantissa bits; unit roundoff 2^-8) and
+// f16 (IEEE binary16: 5-bit exponent, 10 mantissa bits, subnormals; unit roundoff 2^-11), as storage: 16 bits that
+// kernels convert to float, compute in float and round back. Plain integer code, the same on every Kokkos (3.4 has
+// no bhalf_t) and every backend, host and device; a target's native conversion instruction can replace a body here
+// without changing a result, since both are exact (to float) or round to nearest, ties to even (from float).
+// NaN stays NaN (quiet, sign kept), ±inf stays ±inf; a float beyond the type's range rounds to ±inf as IEEE says
+// (f16: |x| >= 65520; bf16: |x| >= 2^128 - 2^119); f16's subnormals are kept, down to 2^-24.
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+#include <cstring>
+
+namespace ptk {
+
+struct bf16 {
+  std::uint16_t bits;
+};
+struct f16 {
+  std::uint16_t bits;
+};
+
+namespace detail {
+KOKKOS_INLINE_FUNCTION std::uint32_t bits_of(float x) {
+  std::uint32_t u;
+  std::memcpy(&u, &x, sizeof u);
+  return u;
+}
+KOKKOS_INLINE_FUNCTION float float_of(std::uint32_t u) {
+  float x;
+  std::memcpy(&x, &u, sizeof x);
+  return x;
+}
+// value >> shift, rounded to nearest, ties to even (shift in 1 … 31).
+KOKKOS_INLINE_FUNCTION std::uint32_t shift_round_even(std::uint32_t value, int shift) {
+  const std::uint32_t kept = value >> shift, rest = value & ((1u << shift) - 1u), half = 1u << (shift - 1);
+  return kept + ((rest > half || (rest == half && (kept & 1u))) ? 1u : 0u);
+}
+}  // namespace detail
+
+KOKKOS_INLINE_FUNCTION float to_float(bf16 x) { return detail::float_of(static_cast<std::uint32_t>(x.bits) << 16); }
+
+KOKKOS_INLINE_FUNCTION bf16 to_bf16(float x) {
+  const std::uint32_t u = detail::bits_of(x);
+  if ((u & 0x7fffffffu) > 0x7f800000u)  // NaN: the top of its payload, made quiet
+    return bf16{static_cast<std::uint16_t>((u >> 16) | 0x0040u)};
+  // The low 16 bits rounded away; a carry moves into the exponent (the largest finite values round up to inf).
+  return bf16{static_cast<std::uint16_t>(detail::shift_round_even(u, 16))};
+}
+
+KOKKOS_INLINE_FUNCTION float to_float(f16 x) {
+  const std::uint32_t sign = static_cast<std::uint32_t>(x.bits & 0x8000u) << 16;
+  const std::uint32_t exponent = (x.bits >> 10) & 0x1fu, mantissa = x.bits & 0x3ffu;
+  if (exponent == 0x1fu) return detail::float_of(sign | 0x7f800000u | (mantissa << 13));  // inf, NaN
+  if (exponent == 0) {  // zero and subnormals: mantissa · 2^-24, exact in float
+    const float magnitude = static_cast<float>(mantissa) * 5.9604644775390625e-08f;
+    return detail::float_of(sign | detail::bits_of(magnitude));
+  }
+  return detail::float_of(sign | ((exponent + 112u) << 23) | (mantissa << 13));  // rebias 15 -> 127
+}
+
+KOKKOS_INLINE_FUNCTION f16 to_f16(float x) {
+  const std::uint32_t u = detail::bits_of(x), sign = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
+  std::uint32_t h;
+  if (a > 0x7f800000u) h = 0x7e00u | ((a >> 13) & 0x3ffu);     // NaN: quiet, the top of its payload
+  else if (a >= 0x47800000u) h = 0x7c00u;                       // >= 2^16 (and inf): inf
+  else if (a >= 0x38800000u) h = detail::shift_round_even(a - 0x38000000u, 13);  // normal (rebias 127 -> 15);
+                                                                 // a carry may reach the next binade or inf
+  else if (a > 0x33000000u)                                      // (2^-25, 2^-14): a subnormal, or 2^-14
+    h = detail::shift_round_even((a & 0x7fffffu) | 0x800000u, 126 - static_cast<int>(a >> 23));
+  else h = 0;  // <= 2^-25: zero (2^-25 itself is a tie with 2^-24, whose bits are odd)
+  return f16{static_cast<std::uint16_t>(sign | h)};
+}
+
+}  // namespace ptk
