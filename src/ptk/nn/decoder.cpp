@@ -81,10 +81,8 @@ void check_config(const DecoderConfig& c) {
 DecoderParts parts_of(Arch arch) {
   using P = DecoderParts;
   if (arch == Arch::llama)
-    return {P::Norm::rmsnorm, P::Positions::rope, P::Mlp::swiglu, /*fused_qkv=*/false, /*biases=*/false,
-            /*tied_head=*/false};
-  return {P::Norm::layernorm, P::Positions::learned, P::Mlp::gelu, /*fused_qkv=*/true, /*biases=*/true,
-          /*tied_head=*/true};
+    return {P::Norm::rmsnorm, P::Positions::rope, P::Mlp::swiglu, /*fused_qkv=*/false, /*tied_head=*/false};
+  return {P::Norm::layernorm, P::Positions::learned, P::Mlp::gelu, /*fused_qkv=*/true, /*tied_head=*/true};
 }
 
 namespace {

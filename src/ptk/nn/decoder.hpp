@@ -53,8 +53,8 @@ struct DecoderParts {
   enum class Positions { learned, rope } positions;
   enum class Mlp { gelu, swiglu } mlp;
   bool fused_qkv;   // one [3C, C] projection (q, k, v side by side) instead of three
-  bool biases;      // the Linear layers and norms carry biases
   bool tied_head;   // the LM head is the token table
+  // (Biases need no part: an architecture without them has no bias parameters, and an undefined bias adds nothing.)
 };
 DecoderParts parts_of(Arch arch);
 
