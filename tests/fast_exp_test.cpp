@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "ptk/kernels/detail/fast_exp.hpp"
+#include "bits.hpp"
 #include "tolerances.hpp"
 
 namespace ptk::test {
@@ -16,17 +17,6 @@ namespace {
 
 using kernels::fast_exp;
 using kernels::fast_exp_nonpositive;
-
-float from_bits(std::uint32_t b) {
-  float f;
-  std::memcpy(&f, &b, sizeof f);
-  return f;
-}
-std::uint32_t to_bits(float f) {
-  std::uint32_t b;
-  std::memcpy(&b, &f, sizeof b);
-  return b;
-}
 
 // fast_exp's clamps, ln(FLT_MIN) and ln(FLT_MAX) rounded to float. hi rounds up: e^hi is above
 // FLT_MAX by more than half an ulp, so the correctly rounded result there is +inf too.

@@ -14,23 +14,13 @@
 #include <random>
 #include <vector>
 
+#include "bits.hpp"
 #include "parity.hpp"
 #include "ptk/core/half.hpp"
 #include "ptk/core/tensor.hpp"
 
 namespace ptk::test {
 namespace {
-
-float from_bits(std::uint32_t b) {
-  float f;
-  std::memcpy(&f, &b, sizeof f);
-  return f;
-}
-std::uint32_t bits(float f) {
-  std::uint32_t b;
-  std::memcpy(&b, &f, sizeof b);
-  return b;
-}
 
 // A 16-bit format by its field widths: value = (-1)^s · 2^(e - bias) · (1 + m / 2^mbits), or 2^(1 - bias) · m / 2^mbits
 // for e = 0; e all ones is inf (m = 0) or NaN.
@@ -114,7 +104,7 @@ void check_format(const Format& fmt, ToT to_t, const char* name) {
   for (const float x : inputs) {
     const std::uint16_t got = to_t(x).bits, want = fmt.round(x, lad);
     if (got != want) {
-      ADD_FAILURE() << name << " from float " << x << " (bits 0x" << std::hex << bits(x) << "): got 0x" << got
+      ADD_FAILURE() << name << " from float " << x << " (bits 0x" << std::hex << to_bits(x) << "): got 0x" << got
                     << ", want 0x" << want;
       if (++failures > 10) return;
     }
@@ -152,7 +142,7 @@ TEST(Half, ConversionsInAKernelMatchTheHost) {
   xs.push_back(65519.996f);
   xs.push_back(65520.0f);
   xs.push_back(std::ldexp(1.0f, -25));
-  const auto same = [](float got, float want) { return bits(got) == bits(want) || (std::isnan(got) && std::isnan(want)); };
+  const auto same = [](float got, float want) { return to_bits(got) == to_bits(want) || (std::isnan(got) && std::isnan(want)); };
   for_each_space([&](auto space) {
     using Space = typename decltype(space)::type;
     const auto n = static_cast<std::int64_t>(xs.size());
