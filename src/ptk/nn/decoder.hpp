@@ -149,4 +149,8 @@ class Decoder {
   mutable std::map<std::pair<int, int>, ag::Ids> positions_;  // learned positions' ids per (B, T), from 0
 };
 
+// The names before the decoder served both architectures; kept one release for code built against them.
+using Gpt [[deprecated("nn::Gpt is now nn::Decoder")]] = Decoder;
+using GptConfig [[deprecated("nn::GptConfig is now nn::DecoderConfig")]] = DecoderConfig;
+
 }  // namespace ptk::nn
