@@ -2,9 +2,12 @@
 // through ops::matmul with trans_b) against the float64 oracle; which products take the decode kernel; ops::linear's
 // bias, fused into the decode kernel or added after the GEMM.
 #include <array>
+#include <cmath>
+#include <cstdio>
 
 #include "parity.hpp"
 #include "ptk/kernels/matmul_decode.hpp"
+#include "ptk/ops/convert.hpp"
 #include "ptk/ops/linear.hpp"
 #include "ptk/ops/matmul.hpp"
 #include "ptk/reference/matmul.hpp"
@@ -99,6 +102,75 @@ TEST(MatmulDecode, KBlockedSweep) {
         for (const auto* result : {&blocked, &grouped, &one})
           EXPECT_TRUE(all_close(result->to_vector(), want, {M, N}, tolerance::matmul(K))) << name;
       }
+}
+
+// W stored as bf16, f16, q8_0 or q4_0 (ops::convert on the device): the kernel against the oracle applied to the
+// stored values (to_f32 of W, exact), so that the test checks the kernel, not the rounding of W; the tolerance
+// is fp32's for a K-long product, as W's values are read exactly and accumulated in fp32. K runs over odd
+// lengths for the 16-bit types, and over whole blocks (1, 3, 17, 128 of them) for the quantized ones. The
+// rounding of W itself (against the f32 weights) is reported in docs/tolerances.md, from QuantizationError below.
+template <class E>
+void check_decode_stored() {
+  const std::vector<std::int64_t> Ks = is_quantized_v<E> ? std::vector<std::int64_t>{32, 96, 544, 4096}
+                                                         : std::vector<std::int64_t>{1, 3, 17, 127, 513, 4099};
+  for (std::int64_t M : {1, 2, 3, 5, 8})
+    for (std::int64_t N : {1, 17, 127, 513})
+      for (auto K : Ks)
+        for_each_space([&](auto space) {
+          using Space = typename decltype(space)::type;
+          using Tune = typename decltype(space)::tune;
+          const auto name = case_name(M, N, K) + dtype_name(Element<E>::dtype);
+          const auto x = uniform(M * K, -1, 1, name + "x"), w = uniform(N * K, -1, 1, name + "w");
+          const auto W = ops::convert<E>(Tensor<Space>::from_host({N, K}, w));
+          const auto stored = ops::to_f32(W).to_vector();
+          std::vector<float> want(static_cast<std::size_t>(M * N));
+          reference::matmul_forward(want.data(), x.data(), stored.data(), 1, M, N, K, false, true, false, false);
+          const auto X = Tensor<Space>::from_host({M, K}, x);
+          const Tensor<Space> Y({M, N});
+          kernels::matmul_decode<Space, Tune, E>(Y.rows(), X.rows(), W.rows());
+          EXPECT_TRUE(all_close(Y.to_vector(), want, {M, N}, tolerance::matmul(K))) << Space::name() << " " << name;
+        });
+}
+
+TEST(MatmulDecode, Bf16Weights) { check_decode_stored<bf16>(); }
+TEST(MatmulDecode, F16Weights) { check_decode_stored<f16>(); }
+TEST(MatmulDecode, Q8_0Weights) { check_decode_stored<q8_0>(); }
+TEST(MatmulDecode, Q4_0Weights) { check_decode_stored<q4_0>(); }
+
+// The rounding of W, reported rather than bounded (its bound per value is quant_test's): for uniform x and W in
+// [-1, 1] and K = 4096, the RMS and largest error of y = x · Wᵀ with W stored as each type, relative to the RMS of
+// y with W in f32, printed for docs/tolerances.md.
+TEST(MatmulDecode, QuantizationError) {
+  using S = Kokkos::DefaultHostExecutionSpace;
+  const std::int64_t N = 256, K = 4096;
+  const auto x = uniform(K, -1, 1, "qerr x"), w = uniform(N * K, -1, 1, "qerr w");
+  std::vector<float> exact(static_cast<std::size_t>(N));
+  reference::matmul_forward(exact.data(), x.data(), w.data(), 1, 1, N, K, false, true, false, false);
+  double rms_exact = 0;
+  for (float v : exact) rms_exact += double(v) * v;
+  rms_exact = std::sqrt(rms_exact / N);
+  const auto X = Tensor<S>::from_host({1, K}, x), W = Tensor<S>::from_host({N, K}, w);
+  const auto report = [&](const char* type, const std::vector<float>& y, double ceiling) {
+    double sq = 0, worst = 0;
+    for (std::int64_t n = 0; n < N; ++n) {
+      const double e = std::fabs(double(y[n]) - exact[n]);
+      sq += e * e, worst = std::max(worst, e);
+    }
+    const double rms = std::sqrt(sq / N) / rms_exact;
+    std::printf("quantization error of x·Wᵀ, K = %lld, W %-5s: rms %.2e, max %.2e (relative to rms |y|)\n",
+                static_cast<long long>(K), type, rms, worst / rms_exact);
+    EXPECT_LT(rms, ceiling) << type;  // ~ the type's step for uniform values over sqrt(3) times rms |w|: a loose gate
+  };
+  const auto run = [&](auto e, double ceiling) {
+    using E = decltype(e);
+    const Tensor<S> Y({1, N});
+    kernels::matmul_decode<S, kernels::Tuning<S>, E>(Y.rows(), X.rows(), ops::convert<E>(W).rows());
+    report(dtype_name(Element<E>::dtype), Y.to_vector(), ceiling);
+  };
+  run(bf16{}, 4e-3);
+  run(f16{}, 5e-4);
+  run(q8_0{}, 1e-2);
+  run(q4_0{}, 2e-1);
 }
 
 // The decode kernel serves exactly the shared-weight [N,K] products of at most 8 rows in all

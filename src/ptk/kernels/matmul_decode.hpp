@@ -1,6 +1,8 @@
 #pragma once
 // matmul_decode: y[R,N] = alpha · x[R,K] · W[N,K]ᵀ + beta · y for a few rows R <= decode_max_rows (a decode
 // step: one token's activations a row of x, W a linear layer's weight [out, in]); beta = 0 only writes y.
+// W's element type E is any of dtype.hpp's (f32, bf16, f16, q8_0, q4_0), read as float (detail/load.hpp) into
+// the same fp32 FMA chains: the product is bound by W's bytes, so fewer bytes a weight is less time.
 #include <Kokkos_Core.hpp>
 
 #include <cstddef>
@@ -9,6 +11,7 @@
 #include "ptk/kernels/instances.hpp"
 #include "ptk/core/tensor.hpp"
 #include "ptk/kernels/detail/compensated.hpp"
+#include "ptk/kernels/detail/load.hpp"
 #include "ptk/kernels/detail/memory_hints.hpp"
 #include "ptk/kernels/tuning.hpp"
 
@@ -31,9 +34,9 @@ struct RowDots {
 // k = b + l·V + v for the blocks b in [begin, end), in order. Each block loads L values of every W
 // row and L of every x row once and feeds them to R·J·L independent FMA chains. x rows lie `ldx`
 // apart, W rows `ldw`; begin and end are multiples of the block width L·V.
-template <int R, int J, class Traits>
+template <int R, int J, class Traits, class E>
 KOKKOS_FORCEINLINE_FUNCTION void lane_accumulate(float (&acc)[R * J][Traits::lanes], const float* x, std::size_t ldx,
-                                            const float* w, std::size_t ldw, int begin, int end, int v) {
+                                            const E* w, std::size_t ldw, int begin, int end, int v) {
   constexpr int L = Traits::lanes, V = Traits::vector_length, W = L * V;
   for (int b = begin; b < end; b += W) {
     float wv[J][L];
@@ -41,9 +44,9 @@ KOKKOS_FORCEINLINE_FUNCTION void lane_accumulate(float (&acc)[R * J][Traits::lan
     for (int j = 0; j < J; ++j) {
       // Row pointers first: an int offset added to j * ldw could wrap, so g++ would not prove the
       // l-loads consecutive and assembled each vector from 16 scalar loads.
-      const float* wj = w + j * ldw;
-      prefetch_block<Traits, W>(wj, nullptr, b, true);
-      for (int l = 0; l < L; ++l) wv[j][l] = wj[b + l * V + v];
+      const E* wj = w + j * ldw;
+      prefetch_items<Traits, W>(wj, b);
+      load_lanes<L, V>(wj, b, v, wv[j]);
     }
     PTK_UNROLL_NEST
     for (int r = 0; r < R; ++r) {
@@ -57,15 +60,15 @@ KOKKOS_FORCEINLINE_FUNCTION void lane_accumulate(float (&acc)[R * J][Traits::lan
 
 // The dots of lane v from its partial sums: the k past the last full block (K - full of them, at
 // most one per slot), then each slot's L partials summed pairwise.
-template <int R, int J, class Traits>
+template <int R, int J, class Traits, class E>
 KOKKOS_FORCEINLINE_FUNCTION RowDots<R * J> lane_finish(float (&acc)[R * J][Traits::lanes], const float* x, std::size_t ldx,
-                                                  const float* w, std::size_t ldw, int full, int K, int v) {
+                                                  const E* w, std::size_t ldw, int full, int K, int v) {
   constexpr int L = Traits::lanes, V = Traits::vector_length;
   for (int l = 0; l < L; ++l) {
     const int k = full + l * V + v;
     if (k < K)
       for (int r = 0; r < R; ++r)
-        for (int j = 0; j < J; ++j) acc[r * J + j][l] += x[r * ldx + k] * w[j * ldw + k];
+        for (int j = 0; j < J; ++j) acc[r * J + j][l] += x[r * ldx + k] * load(w + j * ldw, k);
   }
   RowDots<R * J> dots;
   for (int i = 0; i < R * J; ++i) dots.v[i] = tree_sum(acc[i]);
@@ -75,8 +78,8 @@ KOKKOS_FORCEINLINE_FUNCTION RowDots<R * J> lane_finish(float (&acc)[R * J][Trait
 // Σ_k x[r,k] · w[j,k] for every row r of x and each of J consecutive rows j of W, over the k of
 // vector lane v, in one sweep over K (lane_accumulate and lane_finish with the sums declared here,
 // as the GPU and the host's unsliced R = 1, 2, 8 take it).
-template <int R, int J, class Traits>
-KOKKOS_INLINE_FUNCTION RowDots<R * J> lane_dots(const float* x, std::size_t ldx, const float* w, std::size_t ldw,
+template <int R, int J, class Traits, class E>
+KOKKOS_INLINE_FUNCTION RowDots<R * J> lane_dots(const float* x, std::size_t ldx, const E* w, std::size_t ldw,
                                                      int K, int v) {
   constexpr int L = Traits::lanes, V = Traits::vector_length, W = L * V;
   float acc[R * J][L] = {};
@@ -85,9 +88,9 @@ KOKKOS_INLINE_FUNCTION RowDots<R * J> lane_dots(const float* x, std::size_t ldx,
     float wv[J][L];
     PTK_UNROLL_NEST
     for (int j = 0; j < J; ++j) {
-      const float* wj = w + j * ldw;
-      prefetch_block<Traits, W>(wj, nullptr, b, true);
-      for (int l = 0; l < L; ++l) wv[j][l] = wj[b + l * V + v];
+      const E* wj = w + j * ldw;
+      prefetch_items<Traits, W>(wj, b);
+      load_lanes<L, V>(wj, b, v, wv[j]);
     }
     PTK_UNROLL_NEST
     for (int r = 0; r < R; ++r) {
@@ -101,14 +104,14 @@ KOKKOS_INLINE_FUNCTION RowDots<R * J> lane_dots(const float* x, std::size_t ldx,
     const int k = full + l * V + v;
     if (k < K)
       for (int r = 0; r < R; ++r)
-        for (int j = 0; j < J; ++j) acc[r * J + j][l] += x[r * ldx + k] * w[j * ldw + k];
+        for (int j = 0; j < J; ++j) acc[r * J + j][l] += x[r * ldx + k] * load(w + j * ldw, k);
   }
   RowDots<R * J> dots;
   for (int i = 0; i < R * J; ++i) dots.v[i] = tree_sum(acc[i]);
   return dots;
 }
 
-template <int R, class Space, class Tune>
+template <int R, class Space, class Tune, class E>
 struct MatmulDecode {
   using Team = typename Kokkos::TeamPolicy<Space>::member_type;
   using Traits = typename Tune::decode;
@@ -116,7 +119,7 @@ struct MatmulDecode {
   static constexpr int KBlock = Traits::k_block(R);  // 0: each group of W rows in one sweep over K
   Matrix<Space> y;       // [R, N]
   ConstMatrix<Space> x;  // [R, K]
-  ConstMatrix<Space> w;  // [N, K]
+  ConstMatrixOf<Space, E> w;  // [N, K] values: [N, K / block] items
   float alpha, beta;
   ConstVector<Space> bias;  // [N], added to every row (a linear layer's bias), or empty
 
@@ -133,12 +136,12 @@ struct MatmulDecode {
   // y[r, n .. n + Jn) from the dots of W rows n .. n + Jn.
   template <int Jn>
   KOKKOS_INLINE_FUNCTION void rows(const Team& team, int n) const {
-    const int K = static_cast<int>(w.extent(1));
+    const int K = static_cast<int>(x.extent(1));
     RowDots<R * Jn> dots;
     Kokkos::parallel_reduce(
         Kokkos::ThreadVectorRange(team, Traits::vector_length),
         [&](int v, RowDots<R * Jn>& total) {
-          total.merge(lane_dots<R, Jn, Traits>(x.data(), x.extent(1), &w(n, 0), w.extent(1), K, v));
+          total.merge(lane_dots<R, Jn, Traits, E>(x.data(), x.extent(1), &w(n, 0), w.extent(1), K, v));
         },
         Merge<RowDots<R * Jn>>(dots));
     // Written out rather than store<Jn>(dots, n): handing `dots` on by reference made g++ keep the
@@ -163,7 +166,7 @@ struct MatmulDecode {
       float acc[R * Jn][L];
       for (int i = 0; i < R * Jn; ++i)
         for (int l = 0; l < L; ++l) acc[i][l] = partials[g][i][l];
-      lane_accumulate<R, Jn, Traits>(acc, x.data(), x.extent(1), &w(n + g * Jn, 0), w.extent(1), begin, end, 0);
+      lane_accumulate<R, Jn, Traits, E>(acc, x.data(), x.extent(1), &w(n + g * Jn, 0), w.extent(1), begin, end, 0);
       for (int i = 0; i < R * Jn; ++i)
         for (int l = 0; l < L; ++l) partials[g][i][l] = acc[i][l];
     }
@@ -171,9 +174,9 @@ struct MatmulDecode {
 
   template <int Jn>
   KOKKOS_INLINE_FUNCTION void finish(float (*partials)[R * Jn][Traits::lanes], int n, int count, int full) const {
-    const int K = static_cast<int>(w.extent(1));
+    const int K = static_cast<int>(x.extent(1));
     for (int g = 0; g < count; ++g)
-      store<Jn>(lane_finish<R, Jn, Traits>(partials[g], x.data(), x.extent(1), &w(n + g * Jn, 0), w.extent(1), full, K, 0),
+      store<Jn>(lane_finish<R, Jn, Traits, E>(partials[g], x.data(), x.extent(1), &w(n + g * Jn, 0), w.extent(1), full, K, 0),
                 n + g * Jn);
   }
 
@@ -185,7 +188,7 @@ struct MatmulDecode {
   KOKKOS_INLINE_FUNCTION void blocked(int first, int count) const {
     static_assert(Traits::team_size == 1 && Traits::vector_length == 1, "k_block needs one thread, one lane");
     constexpr int L = Traits::lanes, Groups = Traits::rows_per_team / J;
-    const int K = static_cast<int>(w.extent(1)), full = K / L * L;
+    const int K = static_cast<int>(x.extent(1)), full = K / L * L;
     const int groups = count / J, singles = count - groups * J, rest = first + groups * J;
     float grouped[Groups][R * J][L] = {};
     float single[J > 1 ? J - 1 : 1][R][L] = {};
@@ -215,8 +218,8 @@ struct MatmulDecode {
   }
 };
 
-template <int R, class Space, class Tune>
-void matmul_decode_rows(const Matrix<Space>& y, const ConstMatrix<Space>& x, const ConstMatrix<Space>& w, float alpha,
+template <int R, class Space, class Tune, class E>
+void matmul_decode_rows(const Matrix<Space>& y, const ConstMatrix<Space>& x, const ConstMatrixOf<Space, E>& w, float alpha,
                         float beta, const ConstVector<Space>& bias) {
   using Traits = typename Tune::decode;
   // Dynamic: on a shared host a preempted thread's rows of W go to the other threads.
@@ -224,25 +227,26 @@ void matmul_decode_rows(const Matrix<Space>& y, const ConstMatrix<Space>& x, con
   const int N = static_cast<int>(w.extent(0));
   const int league = (N + Traits::rows_per_team - 1) / Traits::rows_per_team;
   Kokkos::parallel_for("ptk::matmul_decode", Policy(league, Traits::team_size, Traits::vector_length),
-                       MatmulDecode<R, Space, Tune>{y, x, w, alpha, beta, bias});
+                       MatmulDecode<R, Space, Tune, E>{y, x, w, alpha, beta, bias});
 }
 
-// y = alpha · x · wᵀ + bias + beta · y for x [R, K] with 1 <= R <= decode_max_rows, w [N, K], y [R, N], bias [N]
-// or empty (the caller checks shapes). The accumulators are sized at compile time, one instantiation per R. The
-// bias rides along in the store: a decode step's launches cost more than its arithmetic.
-template <class Space, class Tune = Tuning<Space>>
-void matmul_decode(const Matrix<Space>& y, const ConstMatrix<Space>& x, const ConstMatrix<Space>& w, float alpha = 1.0f,
-                   float beta = 0.0f, const ConstVector<Space>& bias = {}) {
+// y = alpha · x · wᵀ + bias + beta · y for x [R, K] with 1 <= R <= decode_max_rows, w [N, K] values of E (for q8_0
+// and q4_0 K a multiple of 32, w's extent K / 32 blocks), y [R, N], bias [N] or empty (the caller checks shapes).
+// The accumulators are sized at compile time, one instantiation per R. The bias rides along in the store: a
+// decode step's launches cost more than its arithmetic. E is named, not deduced (w converts from a non-const View).
+template <class Space, class Tune = Tuning<Space>, class E = float>
+void matmul_decode(const Matrix<Space>& y, const ConstMatrix<Space>& x, const Same<ConstMatrixOf<Space, E>>& w,
+                   float alpha = 1.0f, float beta = 0.0f, const ConstVector<Space>& bias = {}) {
   if (y.extent(0) == 0 || y.extent(1) == 0) return;
   switch (x.extent(0)) {
-    case 1: return matmul_decode_rows<1, Space, Tune>(y, x, w, alpha, beta, bias);
-    case 2: return matmul_decode_rows<2, Space, Tune>(y, x, w, alpha, beta, bias);
-    case 3: return matmul_decode_rows<3, Space, Tune>(y, x, w, alpha, beta, bias);
-    case 4: return matmul_decode_rows<4, Space, Tune>(y, x, w, alpha, beta, bias);
-    case 5: return matmul_decode_rows<5, Space, Tune>(y, x, w, alpha, beta, bias);
-    case 6: return matmul_decode_rows<6, Space, Tune>(y, x, w, alpha, beta, bias);
-    case 7: return matmul_decode_rows<7, Space, Tune>(y, x, w, alpha, beta, bias);
-    case 8: return matmul_decode_rows<8, Space, Tune>(y, x, w, alpha, beta, bias);
+    case 1: return matmul_decode_rows<1, Space, Tune, E>(y, x, w, alpha, beta, bias);
+    case 2: return matmul_decode_rows<2, Space, Tune, E>(y, x, w, alpha, beta, bias);
+    case 3: return matmul_decode_rows<3, Space, Tune, E>(y, x, w, alpha, beta, bias);
+    case 4: return matmul_decode_rows<4, Space, Tune, E>(y, x, w, alpha, beta, bias);
+    case 5: return matmul_decode_rows<5, Space, Tune, E>(y, x, w, alpha, beta, bias);
+    case 6: return matmul_decode_rows<6, Space, Tune, E>(y, x, w, alpha, beta, bias);
+    case 7: return matmul_decode_rows<7, Space, Tune, E>(y, x, w, alpha, beta, bias);
+    case 8: return matmul_decode_rows<8, Space, Tune, E>(y, x, w, alpha, beta, bias);
     default: Kokkos::abort("ptk::kernels::matmul_decode: x must have 1 to decode_max_rows rows");
   }
 }
@@ -261,8 +265,14 @@ bool decode_applies(const Tensor3<Space>& c, const ConstTensor3<Space>& a, const
 
 // Explicit instantiations (instances.hpp): compiled once, in src/ptk/kernels/inst/, for every space and tuning the
 // build has; declared extern here so that no other translation unit compiles these kernels again.
-#define PTK_MATMUL_DECODE_TUNED_INSTANCES(EXT, Space, Tune) \
-  EXT template void matmul_decode<Space, Tune>(const Matrix<Space>& y, const ConstMatrix<Space>& x, const ConstMatrix<Space>& w, float alpha, float beta, const ConstVector<Space>& bias);
+#define PTK_MATMUL_DECODE_ELEMENT_INSTANCE(EXT, Space, Tune, E) \
+  EXT template void matmul_decode<Space, Tune, E>(const Matrix<Space>& y, const ConstMatrix<Space>& x, const Same<ConstMatrixOf<Space, E>>& w, float alpha, float beta, const ConstVector<Space>& bias);
+#define PTK_MATMUL_DECODE_TUNED_INSTANCES(EXT, Space, Tune)           \
+  PTK_MATMUL_DECODE_ELEMENT_INSTANCE(EXT, Space, Tune, float)        \
+  PTK_MATMUL_DECODE_ELEMENT_INSTANCE(EXT, Space, Tune, ::ptk::bf16) \
+  PTK_MATMUL_DECODE_ELEMENT_INSTANCE(EXT, Space, Tune, ::ptk::f16)  \
+  PTK_MATMUL_DECODE_ELEMENT_INSTANCE(EXT, Space, Tune, ::ptk::q8_0) \
+  PTK_MATMUL_DECODE_ELEMENT_INSTANCE(EXT, Space, Tune, ::ptk::q4_0)
 #define PTK_MATMUL_DECODE_SPACE_INSTANCES(EXT, Space) \
   EXT template bool decode_applies<Space>(const Tensor3<Space>& c, const ConstTensor3<Space>& a, const ConstTensor3<Space>& b, bool trans_a, bool trans_b);
 namespace ptk::kernels {

@@ -9,8 +9,8 @@
 namespace ptk::ops {
 
 // Kernels index with int: any tensor an op accepts has fewer than 2^31 elements.
-template <class Space>
-void check_tensor(const char* op, const char* name, const Tensor<Space>& t, int min_rank, int max_rank) {
+template <class Space, class E>
+void check_tensor(const char* op, const char* name, const Tensor<Space, E>& t, int min_rank, int max_rank) {
   require(t.defined(), op, ": ", name, " is an empty (undefined) tensor");
   const auto ranks = lazy([&] {
     return min_rank == max_rank   ? std::to_string(min_rank)

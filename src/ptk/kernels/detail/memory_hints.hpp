@@ -6,7 +6,8 @@
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
-#include <cstdint>
+
+#include "ptk/core/dtype.hpp"
 // Streaming stores (store_block) use x86 intrinsics: only in plain host compilers (not under nvcc
 // or hipcc, whose GPU builds keep plain stores on the host too).
 #if defined(__SSE__) && !defined(__CUDACC__) && !defined(__HIPCC__)
@@ -45,6 +46,23 @@ KOKKOS_FORCEINLINE_FUNCTION void prefetch_block(const float* stream, const float
     prefetch_ahead<Traits>(stream, b + q);
     if (!streaming) prefetch_ahead<Traits, true>(y, b + q);
   }
+}
+
+// The prefetches of values [b, b + W) of a row of stored items E (dtype.hpp) read as a stream: one hint a
+// cache line of their bytes (at least one), prefetch_distance floats' worth of bytes ahead. For float the
+// same hints as prefetch_block's stream.
+template <class Traits, int W, class E>
+KOKKOS_FORCEINLINE_FUNCTION void prefetch_items(const E* row, int b) {
+#if !defined(__CUDA_ARCH__) && !defined(__HIP_DEVICE_COMPILE__)
+  if constexpr (Traits::prefetch_distance > 0) {
+    constexpr int bytes = static_cast<int>(W * sizeof(E) / Element<E>::block);
+    const auto at = reinterpret_cast<std::uintptr_t>(row + b / Element<E>::block) + Traits::prefetch_distance * sizeof(float);
+    for (int q = 0; q < bytes; q += 64) __builtin_prefetch(reinterpret_cast<const void*>(at + q), 0);
+  }
+#else
+  (void)row;
+  (void)b;
+#endif
 }
 
 // y[l * V] = o[l] for the L values of one block of vector lane v (y points at its first column).

@@ -1,0 +1,86 @@
+#pragma once
+// The element types a tensor stores (the contract names of ../shared/DESIGN.md): f32, bf16, f16 for any tensor;
+// q8_0, q4_0 for weights, in blocks of 32 along the last dimension. Arithmetic is fp32 whatever the storage.
+// Element<E> says how E stores values; DType names them at run time (CLI, files, benchmarks).
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+#include "ptk/core/half.hpp"
+#include "ptk/core/quant.hpp"
+
+namespace ptk {
+
+enum class DType { f32, bf16, f16, q8_0, q4_0 };
+
+template <class E>
+struct Element;
+template <>
+struct Element<float> {
+  static constexpr DType dtype = DType::f32;
+  static constexpr int block = 1;  // values per stored item
+};
+template <>
+struct Element<bf16> {
+  static constexpr DType dtype = DType::bf16;
+  static constexpr int block = 1;
+};
+template <>
+struct Element<f16> {
+  static constexpr DType dtype = DType::f16;
+  static constexpr int block = 1;
+};
+template <>
+struct Element<q8_0> {
+  static constexpr DType dtype = DType::q8_0;
+  static constexpr int block = quant_block;
+};
+template <>
+struct Element<q4_0> {
+  static constexpr DType dtype = DType::q4_0;
+  static constexpr int block = quant_block;
+};
+
+template <class E>
+inline constexpr bool is_quantized_v = Element<E>::block > 1;
+
+// An item whose values are all NaN: what a debug build fills an unwritten output with.
+template <class E>
+KOKKOS_INLINE_FUNCTION E nan_item() {
+  if constexpr (std::is_same_v<E, float>) {
+    return __builtin_nanf("");
+  } else if constexpr (std::is_same_v<E, bf16>) {
+    return bf16{0x7fc0};
+  } else if constexpr (std::is_same_v<E, f16>) {
+    return f16{0x7e00};
+  } else {
+    E b{};
+    b.d = f16{0x7e00};
+    return b;
+  }
+}
+
+inline const char* dtype_name(DType t) {
+  switch (t) {
+    case DType::f32: return "f32";
+    case DType::bf16: return "bf16";
+    case DType::f16: return "f16";
+    case DType::q8_0: return "q8_0";
+    case DType::q4_0: return "q4_0";
+  }
+  return "?";
+}
+
+// Bytes of n values of a dtype (n a multiple of the block for q8_0 and q4_0).
+inline std::int64_t dtype_bytes(DType t, std::int64_t n) {
+  switch (t) {
+    case DType::f32: return 4 * n;
+    case DType::bf16:
+    case DType::f16: return 2 * n;
+    case DType::q8_0: return n / quant_block * static_cast<std::int64_t>(sizeof(q8_0));
+    case DType::q4_0: return n / quant_block * static_cast<std::int64_t>(sizeof(q4_0));
+  }
+  return 0;
+}
+
+}  // namespace ptk

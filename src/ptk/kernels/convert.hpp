@@ -1,0 +1,82 @@
+#pragma once
+// convert:   y = x stored as E (dtype.hpp), on the device: bf16 and f16 round to nearest even; q8_0 and q4_0 take
+//            x[n·32, K] rows in blocks of 32 values, one block per work item (ggml's rounding, quant.hpp).
+// dequantize: y[n] = x's values as float (exact for every E).
+// value_range: the largest finite |x| and the count of NaN and infinities, which ops::convert checks first.
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+
+#include "ptk/core/dtype.hpp"
+#include "ptk/core/tensor.hpp"
+#include "ptk/kernels/detail/load.hpp"
+#include "ptk/kernels/instances.hpp"
+
+namespace ptk::kernels {
+
+template <class Space, class E>
+void convert(const Kokkos::View<E*, Kokkos::LayoutRight, Space>& y, const ConstVector<Space>& x) {
+  Kokkos::parallel_for(
+      "ptk::convert", Kokkos::RangePolicy<Space>(0, static_cast<std::int64_t>(y.extent(0))),
+      KOKKOS_LAMBDA(const std::int64_t i) {
+        if constexpr (std::is_same_v<E, bf16>) {
+          y(i) = to_bf16(x(i));
+        } else if constexpr (std::is_same_v<E, f16>) {
+          y(i) = to_f16(x(i));
+        } else {
+          y(i) = quantize_block<E>(&x(i * quant_block));
+        }
+      });
+}
+
+template <class Space, class E>
+void dequantize(const Vector<Space>& y, const Kokkos::View<const E*, Kokkos::LayoutRight, Space>& x) {
+  Kokkos::parallel_for(
+      "ptk::dequantize", Kokkos::RangePolicy<Space>(0, static_cast<std::int64_t>(y.extent(0))),
+      KOKKOS_LAMBDA(const std::int64_t i) {
+        constexpr int B = Element<E>::block;  // value i is value i % B of item i / B
+        y(i) = load(x.data() + i / B, static_cast<int>(i % B));
+      });
+}
+
+struct ValueRange {
+  float max_abs = 0.0f;       // over the finite values
+  std::int64_t nonfinite = 0;  // NaN and ±inf
+};
+
+template <class Space>
+ValueRange value_range(const ConstVector<Space>& x) {
+  ValueRange r;
+  const auto n = static_cast<std::int64_t>(x.extent(0));
+  Kokkos::parallel_reduce(
+      "ptk::value_range/max", Kokkos::RangePolicy<Space>(0, n),
+      KOKKOS_LAMBDA(const std::int64_t i, float& m) {
+        const float a = x(i) < 0.0f ? -x(i) : x(i);
+        if (a <= 3.4028234663852886e38f && a > m) m = a;  // false for NaN and inf
+      },
+      Kokkos::Max<float>(r.max_abs));
+  Kokkos::parallel_reduce(
+      "ptk::value_range/nonfinite", Kokkos::RangePolicy<Space>(0, n),
+      KOKKOS_LAMBDA(const std::int64_t i, std::int64_t& c) {
+        const float a = x(i) < 0.0f ? -x(i) : x(i);
+        c += a <= 3.4028234663852886e38f ? 0 : 1;
+      },
+      r.nonfinite);
+  if (r.max_abs < 0.0f) r.max_abs = 0.0f;  // Max's identity when every value is non-finite
+  return r;
+}
+
+}  // namespace ptk::kernels
+
+#define PTK_CONVERT_ELEMENT_INSTANCE(EXT, Space, E)                                                                 \
+  EXT template void convert<Space, E>(const Kokkos::View<E*, Kokkos::LayoutRight, Space>& y, const ConstVector<Space>& x); \
+  EXT template void dequantize<Space, E>(const Vector<Space>& y, const Kokkos::View<const E*, Kokkos::LayoutRight, Space>& x);
+#define PTK_CONVERT_SPACE_INSTANCES(EXT, Space)          \
+  PTK_CONVERT_ELEMENT_INSTANCE(EXT, Space, ::ptk::bf16) \
+  PTK_CONVERT_ELEMENT_INSTANCE(EXT, Space, ::ptk::f16)  \
+  PTK_CONVERT_ELEMENT_INSTANCE(EXT, Space, ::ptk::q8_0) \
+  PTK_CONVERT_ELEMENT_INSTANCE(EXT, Space, ::ptk::q4_0) \
+  EXT template ValueRange value_range<Space>(const ConstVector<Space>& x);
+namespace ptk::kernels {
+PTK_FOR_EACH_SPACE(PTK_CONVERT_SPACE_INSTANCES, extern)
+}  // namespace ptk::kernels
