@@ -69,7 +69,7 @@ TEST(NpyIds, FloatReaderStillRejectsIntegers) {
     ptk::io::parse_npy(npy("<i4", "(1,)", raw<std::int32_t>({1})), "x.npy");
     FAIL() << "accepted";
   } catch (const NpyError& e) {
-    EXPECT_STREQ(e.what(), "x.npy: dtype '<i4' is not supported: ptk reads little-endian float32 ('<f4') only");
+    EXPECT_STREQ(e.what(), "x.npy: dtype '<i4' is not supported: ptk reads little-endian float32 ('<f4') or float16 ('<f2')");
   }
 }
 

@@ -1,352 +1,138 @@
+// The data of a .npy file: which dtypes a caller accepts, the checks of the data's length against the header's
+// shape, and the conversion of 16-bit values to and from float. The header itself: npy_header.cpp.
 #include "ptk/io/npy.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <limits>
 #include <new>
-#include <string_view>
 
+#include "ptk/core/half.hpp"
 #include "ptk/io/atomic_file.hpp"
+#include "ptk/io/npy_header.hpp"
 
 namespace ptk::io {
 namespace {
 
-// Float data is copied to and from the file as raw bytes.
+using npy_detail::fail;
+using npy_detail::quote;
+
+// Data is copied to and from the file as raw little-endian bytes.
 #if defined(__BYTE_ORDER__)
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "ptk::io .npy support assumes a little-endian host");
 #endif
 static_assert(sizeof(float) == 4 && std::numeric_limits<float>::is_iec559, "float must be IEEE-754 binary32");
 
-constexpr char kMagic[] = "\x93NUMPY";
-constexpr std::size_t kMagicLen = sizeof(kMagic) - 1;
-constexpr std::size_t kAlign = 64;        // numpy's ARRAY_ALIGN
-constexpr std::size_t kGrowthDigits = 21;  // numpy's GROWTH_AXIS_MAX_DIGITS
-constexpr std::int64_t kInt64Max = std::numeric_limits<std::int64_t>::max();
-constexpr const char* kOnlyF4 = "ptk reads little-endian float32 ('<f4') only";
+constexpr const char* kReadsFloat = "ptk reads little-endian float32 ('<f4') or float16 ('<f2')";
 constexpr const char* kOnlyIds = "ptk reads little-endian int32 ('<i4') or int64 ('<i8') ids";
 
-[[noreturn]] void fail(const std::string& name, const std::string& problem) {
-  throw NpyError(name + ": " + problem);
-}
-
-// Text taken from a file, made safe for a one-line message: quoted,
-// non-printable bytes escaped, cut at 40 characters.
-std::string quote(std::string_view text) {
-  constexpr std::size_t kMax = 40;
-  std::string out = "'";
-  for (std::size_t i = 0; i < text.size() && i < kMax; ++i) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c >= 0x20 && c < 0x7f) {
-      out += static_cast<char>(c);
-    } else {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", c);
-      out += buf;
-    }
-  }
-  return out + (text.size() > kMax ? "'..." : "'");
-}
-
-// a * b for a, b >= 0; false on int64 overflow.
-bool checked_mul(std::int64_t a, std::int64_t b, std::int64_t& out) {
-  if (a != 0 && b > kInt64Max / a) return false;
-  out = a * b;
-  return true;
-}
-
-// Element count of a shape with non-negative dims. Like NumPy, the product of
-// the non-zero dims and its size in bytes must fit in int64 even when a zero
-// dim makes the array empty.
-std::int64_t element_count(const std::vector<std::int64_t>& shape, const std::string& name,
-                           std::int64_t item_size = sizeof(float)) {
-  std::int64_t count = 1;
-  bool empty = false;
-  for (const std::int64_t d : shape) {
-    if (d == 0) {
-      empty = true;
-    } else if (!checked_mul(count, d, count)) {
-      fail(name, "shape " + format_shape(shape) + " is too large: its element count overflows int64");
-    }
-  }
-  std::int64_t bytes = 0;
-  if (!checked_mul(count, item_size, bytes)) {
-    fail(name, "shape " + format_shape(shape) + " is too large: its size in bytes overflows int64");
-  }
-  return empty ? 0 : count;
-}
-
-bool is_space(char c) { return std::string_view(" \t\r\n\f\v").find(c) != std::string_view::npos; }
-bool is_delimiter(char c) { return is_space(c) || std::string_view(",:(){}[]").find(c) != std::string_view::npos; }
-
-struct Header {
-  std::string descr;
-  bool fortran_order = false;
-  std::vector<std::int64_t> shape;
+struct DtypeInfo {
+  const char* descr;  // on disk
+  const char* what;   // for messages
+  std::size_t size;   // bytes an element
+  std::string named() const { return quote(descr) + " (" + what + ")"; }
 };
 
-// Parses the Python dict literal of a .npy header, e.g.
-// "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }".
-// Only the forms NumPy writes are understood: quoted strings, True/False and
-// tuples of integers, with any whitespace and key order.
-class HeaderParser {
- public:
-  HeaderParser(std::string_view text, const std::string& name) : text_(text), name_(name) {}
-
-  Header parse() {
-    Header h;
-    bool seen_descr = false, seen_fortran = false, seen_shape = false;
-    skip_ws();
-    expect('{');
-    for (;;) {
-      skip_ws();
-      if (consume('}')) break;
-      const std::string key(string_literal());
-      skip_ws();
-      expect(':');
-      skip_ws();
-      if (key == "descr") {
-        mark_seen(seen_descr, key);
-        h.descr = descr();
-      } else if (key == "fortran_order") {
-        mark_seen(seen_fortran, key);
-        h.fortran_order = boolean(key);
-      } else if (key == "shape") {
-        mark_seen(seen_shape, key);
-        h.shape = shape();
-      } else {
-        malformed("unexpected key " + quote(key));
-      }
-      skip_ws();
-      if (consume('}')) break;
-      expect(',');
-    }
-    skip_ws();
-    if (pos_ != text_.size()) malformed("unexpected text after the closing '}'");
-    if (!seen_descr) malformed("missing key 'descr'");
-    if (!seen_fortran) malformed("missing key 'fortran_order'");
-    if (!seen_shape) malformed("missing key 'shape'");
-    return h;
+DtypeInfo info(NpyDtype t, const std::string& name) {
+  switch (t) {
+    case NpyDtype::f32: return {"<f4", "float32", 4};
+    case NpyDtype::f16: return {"<f2", "float16", 2};
+    case NpyDtype::bf16: return {"<u2", "bfloat16 bits as uint16", 2};
   }
-
- private:
-  [[noreturn]] void malformed(const std::string& problem) const { fail(name_, "malformed header: " + problem); }
-
-  void mark_seen(bool& seen, const std::string& key) const {
-    if (seen) malformed("duplicate key " + quote(key));
-    seen = true;
-  }
-
-  std::string at() const {
-    if (pos_ >= text_.size()) return "at end of header";
-    return "at offset " + std::to_string(pos_) + " (found " + quote(text_.substr(pos_, 1)) + ")";
-  }
-
-  void skip_ws() {
-    while (pos_ < text_.size() && is_space(text_[pos_])) ++pos_;
-  }
-
-  bool consume(char c) {
-    if (pos_ < text_.size() && text_[pos_] == c) {
-      ++pos_;
-      return true;
-    }
-    return false;
-  }
-
-  void expect(char c) {
-    if (!consume(c)) malformed(std::string("expected '") + c + "' " + at());
-  }
-
-  std::string_view string_literal() {
-    const char q = pos_ < text_.size() ? text_[pos_] : '\0';
-    if (q != '\'' && q != '"') malformed("expected a quoted string " + at());
-    const std::size_t end = text_.find(q, pos_ + 1);
-    if (end == std::string_view::npos) malformed("unterminated string " + at());
-    const std::string_view s = text_.substr(pos_ + 1, end - pos_ - 1);
-    pos_ = end + 1;
-    return s;
-  }
-
-  // A bare word or number: everything up to a delimiter or whitespace.
-  std::string_view token() {
-    const std::size_t start = pos_;
-    while (pos_ < text_.size() && !is_delimiter(text_[pos_])) ++pos_;
-    if (pos_ == start) malformed("expected a value " + at());
-    return text_.substr(start, pos_ - start);
-  }
-
-  std::string descr() {
-    if (pos_ < text_.size() && text_[pos_] == '[') {
-      fail(name_, std::string("structured dtypes are not supported: ") + kOnlyF4);
-    }
-    return std::string(string_literal());
-  }
-
-  bool boolean(const std::string& key) {
-    const std::string_view t = token();
-    if (t == "True") return true;
-    if (t == "False") return false;
-    malformed("'" + key + "' must be True or False, found " + quote(t));
-  }
-
-  std::vector<std::int64_t> shape() {
-    if (!consume('(')) malformed("'shape' must be a tuple " + at());
-    std::vector<std::int64_t> dims;
-    for (;;) {
-      skip_ws();
-      if (consume(')')) break;
-      dims.push_back(dimension(token()));
-      skip_ws();
-      if (consume(')')) break;
-      expect(',');
-    }
-    return dims;
-  }
-
-  std::int64_t dimension(std::string_view t) const {
-    std::string_view digits = t;
-    if (!digits.empty() && (digits.back() == 'L' || digits.back() == 'l')) digits.remove_suffix(1);  // Python 2
-    const bool negative = !digits.empty() && digits.front() == '-';
-    if (negative) digits.remove_prefix(1);
-    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string_view::npos) {
-      fail(name_, "shape has a non-integer dimension " + quote(t));
-    }
-    if (negative && digits.find_first_not_of('0') != std::string_view::npos) {
-      fail(name_, "shape has a negative dimension " + quote(t));
-    }
-    std::int64_t value = 0;
-    for (const char c : digits) {
-      const int d = c - '0';
-      if (value > (kInt64Max - d) / 10) fail(name_, "shape dimension " + quote(t) + " overflows int64");
-      value = value * 10 + d;
-    }
-    return value;
-  }
-
-  std::string_view text_;
-  const std::string& name_;
-  std::size_t pos_ = 0;
-};
-
-// Magic, version, header length and padded header dict, as np.save writes
-// them: version 1.0 unless the header needs a 32-bit length.
-std::string make_header(const std::vector<std::int64_t>& shape, const std::string& name) {
-  std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (";
-  for (std::size_t i = 0; i < shape.size(); ++i) {
-    if (i > 0) dict += ", ";
-    dict += std::to_string(shape[i]);
-  }
-  if (shape.size() == 1) dict += ',';
-  dict += "), }";
-  // NumPy leaves room for the first dim to grow to 21 digits in place.
-  if (!shape.empty()) dict.append(kGrowthDigits - std::to_string(shape[0]).size(), ' ');
-
-  for (const unsigned major : {1u, 2u}) {
-    const std::size_t len_bytes = major == 1 ? 2 : 4;
-    const std::size_t prefix = kMagicLen + 2 + len_bytes;
-    const std::size_t pad = kAlign - (prefix + dict.size() + 1) % kAlign;
-    const std::uint64_t header_len = dict.size() + pad + 1;
-    if (header_len >> (8 * len_bytes) != 0) continue;
-    std::string out(kMagic, kMagicLen);
-    out += static_cast<char>(major);
-    out += '\0';
-    for (std::size_t i = 0; i < len_bytes; ++i) out += static_cast<char>((header_len >> (8 * i)) & 0xff);
-    out += dict;
-    out.append(pad, ' ');
-    out += '\n';
-    return out;
-  }
-  fail(name, "cannot write shape with " + std::to_string(shape.size()) + " dimensions: header too large");
+  fail(name, "unknown NpyDtype " + std::to_string(static_cast<int>(t)));
 }
 
-}  // namespace
-
-std::string format_shape(const std::vector<std::int64_t>& shape) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) {
-    if (i > 0) out += ", ";
-    out += std::to_string(shape[i]);
-  }
-  return out + "]";
+// The end of a refusal: what the reader would have taken.
+std::string accepted(const NpyDtype* expected, const std::string& name) {
+  return expected ? "expected little-endian " + info(*expected, name).named() : kReadsFloat;
 }
 
-namespace {
+// The dtype a float file holds. '<u2' has no meaning of its own (NumPy has no bfloat16), so it is read as bf16 bits
+// only where the caller expects bf16; with no expectation, '<f4' and '<f2' are read.
+NpyDtype float_dtype(const std::string& descr, const NpyDtype* expected, const std::string& name) {
+  for (const NpyDtype t : {NpyDtype::f32, NpyDtype::f16, NpyDtype::bf16}) {
+    if (descr != info(t, name).descr) continue;
+    if (expected == nullptr && t != NpyDtype::bf16) return t;
+    if (expected == nullptr) {
+      fail(name, "dtype " + quote(descr) + " is not supported: " + kReadsFloat +
+                     ", and uint16 only as bf16 bits where bf16 is expected");
+    }
+    if (t == *expected) return t;
+    fail(name, "dtype " + info(t, name).named() + " is not the expected " + info(*expected, name).named());
+  }
+  fail(name, "dtype " + quote(descr) + " is not supported: " + accepted(expected, name));
+}
 
-// The checked header of a .npy file: shape, element size and where the data starts. `ids` selects the
-// accepted dtypes: '<f4', or '<i4' / '<i8' for token ids and targets.
+// Where the data of a checked header starts and how many elements it holds; the data's length must be exactly what
+// the shape says (checked before anything is allocated for it, so a lying shape costs nothing).
 struct Layout {
   std::vector<std::int64_t> shape;
-  std::size_t item_size = 0, offset = 0;
+  std::size_t offset = 0;
   std::int64_t count = 0;
 };
 
-Layout parse_layout(const std::string& bytes, const std::string& name, bool ids) {
-  if (bytes.compare(0, kMagicLen, kMagic) != 0) fail(name, "not a .npy file (bad magic)");
-  if (bytes.size() < kMagicLen + 2) fail(name, "truncated header: file ends after the magic string");
-
-  const unsigned major = static_cast<unsigned char>(bytes[kMagicLen]);
-  const unsigned minor = static_cast<unsigned char>(bytes[kMagicLen + 1]);
-  if (major < 1 || major > 3 || minor != 0) {
-    fail(name, "unsupported .npy format version " + std::to_string(major) + "." + std::to_string(minor) +
-                   " (ptk reads 1.0, 2.0 and 3.0)");
-  }
-
-  const std::size_t len_bytes = major == 1 ? 2 : 4;
-  const std::size_t prefix = kMagicLen + 2 + len_bytes;
-  if (bytes.size() < prefix) fail(name, "truncated header: file ends inside the header length field");
-  std::uint64_t header_len = 0;
-  for (std::size_t i = 0; i < len_bytes; ++i) {
-    header_len |= std::uint64_t{static_cast<unsigned char>(bytes[kMagicLen + 2 + i])} << (8 * i);
-  }
-  if (header_len > bytes.size() - prefix) {
-    fail(name, "truncated header: header length is " + std::to_string(header_len) + " bytes but only " +
-                   std::to_string(bytes.size() - prefix) + " bytes follow");
-  }
-
-  Header h = HeaderParser(std::string_view(bytes).substr(prefix, header_len), name).parse();
-  std::size_t item_size = sizeof(float);
-  if (ids) {
-    if (h.descr == "<i4") item_size = 4;
-    else if (h.descr == "<i8") item_size = 8;
-    else fail(name, "dtype " + quote(h.descr) + " is not supported for ids: " + kOnlyIds);
-  } else if (h.descr != "<f4") {
-    fail(name, "dtype " + quote(h.descr) + " is not supported: " + kOnlyF4);
-  }
+Layout data_layout(npy_detail::Header h, const std::string& bytes, const std::string& name, std::size_t item_size) {
   if (h.fortran_order) fail(name, "Fortran-order arrays are not supported; save with np.ascontiguousarray");
-
-  const std::int64_t count = element_count(h.shape, name, static_cast<std::int64_t>(item_size));
+  const std::int64_t count = npy_detail::element_count(h.shape, name, static_cast<std::int64_t>(item_size));
   const std::uint64_t expected = static_cast<std::uint64_t>(count) * item_size;
-  const std::size_t offset = prefix + header_len;
-  const std::uint64_t found = bytes.size() - offset;
+  const std::uint64_t found = bytes.size() - h.data_offset;
   if (found != expected) {
     fail(name, std::string(found < expected ? "truncated data" : "unexpected trailing data") + ": expected " +
                    std::to_string(expected) + " bytes for shape " + format_shape(h.shape) + ", found " +
                    std::to_string(found));
   }
+  return Layout{std::move(h.shape), h.data_offset, count};
+}
 
-  return Layout{std::move(h.shape), item_size, offset, count};
+// 16-bit values widened to float: exact (half.hpp's to_float), NaN and inf kept.
+template <class Half>
+void widen(const char* p, std::vector<float>& out) {
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    std::uint16_t bits;
+    std::memcpy(&bits, p + 2 * i, 2);
+    out[i] = to_float(Half{bits});
+  }
+}
+
+NpyArray parse_float(const std::string& bytes, const std::string& name, const NpyDtype* expected) {
+  npy_detail::Header h = npy_detail::read_header(bytes, name, accepted(expected, name));
+  const NpyDtype stored = float_dtype(h.descr, expected, name);
+  Layout l = data_layout(std::move(h), bytes, name, info(stored, name).size);
+  NpyArray out;
+  out.shape = std::move(l.shape);
+  out.stored = stored;
+  out.data.resize(static_cast<std::size_t>(l.count));
+  const char* p = bytes.data() + l.offset;
+  if (stored == NpyDtype::f16) widen<f16>(p, out.data);
+  else if (stored == NpyDtype::bf16) widen<bf16>(p, out.data);
+  else if (l.count > 0) std::memcpy(out.data.data(), p, out.data.size() * sizeof(float));
+  return out;
 }
 
 }  // namespace
 
-NpyArray parse_npy(const std::string& bytes, const std::string& name) {
-  Layout l = parse_layout(bytes, name, false);
-  NpyArray out;
-  out.shape = std::move(l.shape);
-  out.data.resize(static_cast<std::size_t>(l.count));
-  if (l.count > 0) std::memcpy(out.data.data(), bytes.data() + l.offset, static_cast<std::size_t>(l.count) * sizeof(float));
-  return out;
+NpyArray parse_npy(const std::string& bytes, const std::string& name) { return parse_float(bytes, name, nullptr); }
+
+NpyArray parse_npy(const std::string& bytes, const std::string& name, NpyDtype expected) {
+  return parse_float(bytes, name, &expected);
 }
 
 NpyIndexArray parse_npy_ids(const std::string& bytes, const std::string& name) {
-  Layout l = parse_layout(bytes, name, true);
+  npy_detail::Header h = npy_detail::read_header(bytes, name, kOnlyIds);
+  std::size_t item_size = 0;
+  if (h.descr == "<i4") item_size = 4;
+  else if (h.descr == "<i8") item_size = 8;
+  else fail(name, "dtype " + quote(h.descr) + " is not supported for ids: " + kOnlyIds);
+  Layout l = data_layout(std::move(h), bytes, name, item_size);
   NpyIndexArray out;
   out.shape = std::move(l.shape);
   out.data.resize(static_cast<std::size_t>(l.count));
   const char* p = bytes.data() + l.offset;
   for (std::size_t i = 0; i < out.data.size(); ++i) {
-    if (l.item_size == 4) {
+    if (item_size == 4) {
       std::int32_t v;
       std::memcpy(&v, p + 4 * i, 4);
       out.data[i] = v;
@@ -373,24 +159,45 @@ auto read_file(const std::string& path, Parse parse) {
   }
 }
 
+// `count` floats written as `dtype`: float32 as they are, 16-bit types rounded to nearest even (half.hpp) a block at a
+// time, so a large array needs no second copy in memory.
+bool write_data(std::FILE* f, const float* data, std::size_t count, NpyDtype dtype) {
+  if (dtype == NpyDtype::f32) return count == 0 || std::fwrite(data, sizeof(float), count, f) == count;
+  std::uint16_t block[4096];
+  for (std::size_t start = 0; start < count; start += std::size(block)) {
+    const std::size_t n = std::min(std::size(block), count - start);
+    for (std::size_t i = 0; i < n; ++i) {
+      block[i] = dtype == NpyDtype::f16 ? to_f16(data[start + i]).bits : to_bf16(data[start + i]).bits;
+    }
+    if (std::fwrite(block, sizeof block[0], n, f) != n) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
-NpyArray read_npy(const std::string& path) { return read_file(path, parse_npy); }
+NpyArray read_npy(const std::string& path) {
+  return read_file(path, [](const std::string& b, const std::string& n) { return parse_npy(b, n); });
+}
+NpyArray read_npy(const std::string& path, NpyDtype expected) {
+  return read_file(path, [expected](const std::string& b, const std::string& n) { return parse_npy(b, n, expected); });
+}
 NpyIndexArray read_npy_ids(const std::string& path) { return read_file(path, parse_npy_ids); }
 
-void write_npy(const std::string& path, const std::vector<std::int64_t>& shape, const float* data) {
+void write_npy(const std::string& path, const std::vector<std::int64_t>& shape, const float* data, NpyDtype dtype) {
+  const DtypeInfo type = info(dtype, path);
   for (const std::int64_t d : shape) {
     if (d < 0) fail(path, "cannot write shape " + format_shape(shape) + ": negative dimension");
   }
-  const std::size_t count = static_cast<std::size_t>(element_count(shape, path));
+  const std::size_t count =
+      static_cast<std::size_t>(npy_detail::element_count(shape, path, static_cast<std::int64_t>(type.size)));
   if (count > 0 && data == nullptr) fail(path, "cannot write shape " + format_shape(shape) + ": data is null");
-  const std::string header = make_header(shape, path);
+  const std::string header = npy_detail::make_header(type.descr, shape, path);
 
   errno = 0;
   std::FILE* f = std::fopen(path.c_str(), "wb");
   if (!f) fail(path, std::string("cannot open file for writing: ") + std::strerror(errno));
-  bool ok = std::fwrite(header.data(), 1, header.size(), f) == header.size() &&
-            (count == 0 || std::fwrite(data, sizeof(float), count, f) == count);
+  bool ok = std::fwrite(header.data(), 1, header.size(), f) == header.size() && write_data(f, data, count, dtype);
   int err = errno;
   if (std::fclose(f) != 0 && ok) {
     ok = false;
