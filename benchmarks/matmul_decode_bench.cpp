@@ -4,14 +4,18 @@
 // Beside it the bandwidth ceiling: Kokkos::deep_copy of a 256 MiB buffer, counted STREAM-copy style
 // as read + write (512 MiB a copy), and OpenBLAS sgemv (M = 1) and sgemm (W transposed) on the same
 // shapes, with the threads OpenBLAS is given (OPENBLAS_NUM_THREADS, else OMP_NUM_THREADS).
+// W stored as bf16, f16, q8_0 or q4_0 (shape key dtype=...): the same kernel on fewer bytes, at M = 1, each beside a
+// copy of its own weight bytes (matmul_decode/copy/bytes=...), the ceiling the issue measures it against.
 #include <cblas.h>
 
 #include <array>
 #include <memory>
+#include <set>
 #include <vector>
 
 #include "bench_common.hpp"
 #include "ptk/kernels/matmul.hpp"
+#include "ptk/ops/convert.hpp"
 
 namespace ptk::bench {
 
@@ -55,6 +59,27 @@ void register_decode(std::int64_t M, std::int64_t N, std::int64_t K) {
   }, flops);
 }
 
+// A copy of `bytes` (read + write counted), once per size (bf16 and f16 weights have the same bytes).
+void copy_of(std::int64_t bytes) {
+  static std::set<std::int64_t> done;
+  if (done.insert(bytes).second) add_memcpy("matmul_decode", "bytes=" + std::to_string(bytes), 2.0 * bytes);
+}
+
+// y[1,N] = x · Wᵀ with W stored as E; rate: GB/s of E's weight bytes.
+template <class E>
+void register_stored(std::int64_t N, std::int64_t K) {
+  const auto type = dtype_name(Element<E>::dtype);
+  const auto shape = "M=1,N=" + std::to_string(N) + ",K=" + std::to_string(K) + ",dtype=" + type;
+  const double bytes = static_cast<double>(dtype_bytes(Element<E>::dtype, N * K));
+  add("matmul_decode", "ptk", shape, Rate::gbytes, bytes, [=] {
+    const auto x = random_tensor({1, K}, 1);
+    const auto w = ops::convert<E>(random_tensor({N, K}, 2));
+    const Tensor<Space> y({1, N});
+    return std::function<void()>([=] { kernels::matmul_decode<Space, kernels::Tuning<Space>, E>(y.rows(), x.rows(), w.rows()); });
+  }, 2.0 * N * K);
+  copy_of(static_cast<std::int64_t>(bytes));
+}
+
 }  // namespace
 
 void register_matmul_decode() {
@@ -62,6 +87,13 @@ void register_matmul_decode() {
   // Square layers (d = 1024, 4096) and a Llama-7B MLP down projection (in 11008, out 4096).
   for (auto NK : std::vector<std::array<std::int64_t, 2>>{{1024, 1024}, {4096, 4096}, {4096, 11008}})
     for (std::int64_t M : {1, 2, 4, 8}) register_decode(M, NK[0], NK[1]);
+  for (auto NK : std::vector<std::array<std::int64_t, 2>>{{4096, 4096}, {4096, 11008}}) {
+    copy_of(4 * NK[0] * NK[1]);
+    register_stored<bf16>(NK[0], NK[1]);
+    register_stored<f16>(NK[0], NK[1]);
+    register_stored<q8_0>(NK[0], NK[1]);
+    register_stored<q4_0>(NK[0], NK[1]);
+  }
 }
 
 }  // namespace ptk::bench

@@ -7,6 +7,7 @@
 
 #include "parity.hpp"
 #include "ptk/core/quant.hpp"
+#include "ptk/kernels/detail/load.hpp"
 #include "ptk/ops/convert.hpp"
 
 namespace ptk::test {
@@ -140,6 +141,35 @@ TEST(Quant, SixteenBitRoundTrips) {
     }
     EXPECT_TRUE(std::signbit(h[5]) && std::signbit(b[5]));
   });
+}
+
+// load_lanes (the host's vector loads, where the build has them) against load_lanes_portable, bit for bit, for every
+// element type, on 16-value chunks at both halves of each block of a row with every scale and integer class.
+template <class E>
+void check_lanes(const std::vector<E>& row, int values) {
+  for (int b = 0; b < values; b += 16) {
+    float fast[16], portable[16];
+    kernels::load_lanes<16, 1>(row.data(), b, 0, fast);
+    kernels::load_lanes_portable<16, 1>(row.data(), b, 0, portable);
+    for (int l = 0; l < 16; ++l)
+      ASSERT_TRUE(fast[l] == portable[l] || (std::isnan(fast[l]) && std::isnan(portable[l])))
+          << dtype_name(Element<E>::dtype) << " value " << b + l << ": " << fast[l] << " vs " << portable[l];
+  }
+}
+
+TEST(Quant, VectorLoadsEqualPortableLoads) {
+  const int blocks = 600, values = blocks * quant_block;
+  const auto x = test_blocks(blocks, "lanes", 3000.0f);
+  std::vector<q8_0> q8(blocks);
+  std::vector<q4_0> q4(blocks);
+  for (int b = 0; b < blocks; ++b) q8[b] = quantize_q8_0(&x[b * quant_block]), q4[b] = quantize_q4_0(&x[b * quant_block]);
+  check_lanes(q8, values);
+  check_lanes(q4, values);
+  std::vector<f16> h(65536);
+  std::vector<bf16> bh(65536);
+  for (std::uint32_t p = 0; p < 65536; ++p) h[p] = f16{static_cast<std::uint16_t>(p)}, bh[p] = bf16{static_cast<std::uint16_t>(p)};
+  check_lanes(h, 65536);
+  check_lanes(bh, 65536);
 }
 
 std::string refusal(const std::function<void()>& f) {

@@ -5,6 +5,7 @@
 #include "ptk/core/tensor.hpp"
 #include "ptk/ops/activations.hpp"
 #include "ptk/ops/attention.hpp"
+#include "ptk/ops/convert.hpp"
 #include "ptk/ops/decode_attention.hpp"
 #include "ptk/ops/sampling.hpp"
 #include "ptk/ops/cross_entropy.hpp"

@@ -11,6 +11,12 @@
 #include <cstdint>
 #include <cstring>
 
+// f16 to float with F16C's instruction in plain host compilers that target it (not under nvcc or hipcc).
+#if defined(__F16C__) && !defined(__CUDACC__) && !defined(__HIPCC__)
+#define PTK_F16C 1
+#include <immintrin.h>
+#endif
+
 namespace ptk {
 
 struct bf16 {
@@ -48,15 +54,26 @@ KOKKOS_INLINE_FUNCTION bf16 to_bf16(float x) {
   return bf16{static_cast<std::uint16_t>(detail::shift_round_even(u, 16))};
 }
 
-KOKKOS_INLINE_FUNCTION float to_float(f16 x) {
+namespace detail {
+KOKKOS_INLINE_FUNCTION float f16_to_float_portable(f16 x) {
   const std::uint32_t sign = static_cast<std::uint32_t>(x.bits & 0x8000u) << 16;
   const std::uint32_t exponent = (x.bits >> 10) & 0x1fu, mantissa = x.bits & 0x3ffu;
-  if (exponent == 0x1fu) return detail::float_of(sign | 0x7f800000u | (mantissa << 13));  // inf, NaN
+  if (exponent == 0x1fu) return float_of(sign | 0x7f800000u | (mantissa << 13));  // inf, NaN
   if (exponent == 0) {  // zero and subnormals: mantissa · 2^-24, exact in float
     const float magnitude = static_cast<float>(mantissa) * 5.9604644775390625e-08f;
-    return detail::float_of(sign | detail::bits_of(magnitude));
+    return float_of(sign | bits_of(magnitude));
   }
-  return detail::float_of(sign | ((exponent + 112u) << 23) | (mantissa << 13));  // rebias 15 -> 127
+  return float_of(sign | ((exponent + 112u) << 23) | (mantissa << 13));  // rebias 15 -> 127
+}
+}  // namespace detail
+
+// The host's F16C instruction where the compiler targets it (the same value: both are exact), else the integer code.
+KOKKOS_INLINE_FUNCTION float to_float(f16 x) {
+#if defined(PTK_F16C)
+  return _cvtsh_ss(x.bits);
+#else
+  return detail::f16_to_float_portable(x);
+#endif
 }
 
 KOKKOS_INLINE_FUNCTION f16 to_f16(float x) {

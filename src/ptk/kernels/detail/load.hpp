@@ -8,6 +8,14 @@
 
 #include "ptk/core/dtype.hpp"
 
+// g++ leaves the portable loops below scalar for f16, q8_0 and q4_0 (16 int-to-float conversions and, for f16,
+// a branchy decode each): a host compiler with AVX-512 takes 16 values in a few vector instructions instead.
+// Only in plain host compilers, as memory_hints.hpp's streaming stores.
+#if defined(__AVX512F__) && defined(__F16C__) && !defined(__CUDACC__) && !defined(__HIPCC__)
+#define PTK_AVX512_LOADS 1
+#include <immintrin.h>
+#endif
+
 namespace ptk::kernels {
 
 // Value k of a row of items.
@@ -22,11 +30,11 @@ KOKKOS_FORCEINLINE_FUNCTION float load(const E* row, int k) {
   }
 }
 
-// out[l] = value b + l·V + v of a row, for l < L, where b is a multiple of L·V. With one vector lane (V = 1) and
-// L dividing the block, the L values lie in one block: its scale is read once and, for q4_0, in one half of its
-// bytes (one shift for all), which is what lets the compiler turn the loop into a few vector instructions.
+// out[l] = value b + l·V + v of a row, for l < L, where b is a multiple of L·V, in portable code. With one vector
+// lane (V = 1) and L dividing the block, the L values lie in one block: its scale is read once and, for q4_0, in
+// one half of its bytes (one shift for all).
 template <int L, int V, class E>
-KOKKOS_FORCEINLINE_FUNCTION void load_lanes(const E* row, int b, int v, float (&out)[L]) {
+KOKKOS_FORCEINLINE_FUNCTION void load_lanes_portable(const E* row, int b, int v, float (&out)[L]) {
   if constexpr (Element<E>::block > 1 && V == 1 && quant_block % L == 0) {
     const E& blk = row[b / quant_block];
     const float d = to_float(blk.d);
@@ -41,6 +49,35 @@ KOKKOS_FORCEINLINE_FUNCTION void load_lanes(const E* row, int b, int v, float (&
   } else {
     for (int l = 0; l < L; ++l) out[l] = load(row, b + l * V + v);
   }
+}
+
+// load_lanes_portable's values, the same bits, through the host's vector instructions where it has them: 16 lanes
+// of one vector lane (the host tunings' decode), for f16, q8_0 and q4_0.
+template <int L, int V, class E>
+KOKKOS_FORCEINLINE_FUNCTION void load_lanes(const E* row, int b, int v, float (&out)[L]) {
+#if defined(PTK_AVX512_LOADS)
+  if constexpr (L == 16 && V == 1 && !std::is_same_v<E, float> && !std::is_same_v<E, bf16>) {
+    __m512 values;
+    if constexpr (std::is_same_v<E, f16>) {
+      values = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + b)));
+    } else {
+      const E& blk = row[b / quant_block];
+      const __m512 d = _mm512_set1_ps(_cvtsh_ss(blk.d.bits));
+      __m512i q;
+      if constexpr (std::is_same_v<E, q8_0>) {
+        q = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.qs + b % quant_block)));
+      } else {  // the low nibbles are the block's first 16 values, the high ones its last 16
+        const __m512i bytes = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.qs)));
+        const __m512i nibbles = b % quant_block != 0 ? _mm512_srli_epi32(bytes, 4) : bytes;
+        q = _mm512_sub_epi32(_mm512_and_si512(nibbles, _mm512_set1_epi32(0x0f)), _mm512_set1_epi32(8));
+      }
+      values = _mm512_mul_ps(d, _mm512_cvtepi32_ps(q));
+    }
+    _mm512_storeu_ps(out, values);
+    return;
+  }
+#endif
+  load_lanes_portable<L, V>(row, b, v, out);
 }
 
 }  // namespace ptk::kernels
