@@ -137,6 +137,41 @@ TEST(MatmulDecode, F16Weights) { check_decode_stored<f16>(); }
 TEST(MatmulDecode, Q8_0Weights) { check_decode_stored<q8_0>(); }
 TEST(MatmulDecode, Q4_0Weights) { check_decode_stored<q4_0>(); }
 
+// ops::linear with W stored as E: the decode kernel for <= 8 rows, the GEMM on to_f32(W) for more, with and without
+// a bias, against the oracle on the stored values; and its refusals.
+TEST(Linear, StoredWeights) {
+  const auto run = [](auto e) {
+    using E = decltype(e);
+    for (std::int64_t M : {1, 8, 9, 33})
+      for (bool with_bias : {true, false})
+        for_each_space([&](auto space) {
+          using Space = typename decltype(space)::type;
+          using Tune = typename decltype(space)::tune;
+          const std::int64_t N = 127, K = 544;
+          const auto name = "stored linear" + case_name(M, N, K) + dtype_name(Element<E>::dtype);
+          const auto x = uniform(M * K, -1, 1, name + "x"), w = uniform(N * K, -1, 1, name + "w");
+          const auto b = uniform(N, -1, 1, name + "b");
+          const auto W = ops::convert<E>(Tensor<Space>::from_host({N, K}, w));
+          const auto stored = ops::to_f32(W).to_vector();
+          std::vector<float> want(static_cast<std::size_t>(M * N));
+          reference::matmul_forward(want.data(), x.data(), stored.data(), 1, M, N, K, false, true, false, false);
+          for (std::size_t i = 0; i < want.size(); ++i)
+            want[i] = static_cast<float>(double(want[i]) + (with_bias ? double(b[i % N]) : 0.0));
+          const auto B = with_bias ? Tensor<Space>::from_host({N}, b) : Tensor<Space>();
+          const auto Y = ops::linear<Space, Tune>(Tensor<Space>::from_host({M, K}, x), W, B);
+          EXPECT_TRUE(all_close(Y.to_vector(), want, {M, N}, tolerance::matmul(K))) << Space::name() << " " << name;
+        });
+  };
+  run(bf16{});
+  run(f16{});
+  run(q8_0{});
+  run(q4_0{});
+  using Host = Kokkos::DefaultHostExecutionSpace;
+  const auto Wq = ops::convert<q8_0>(Tensor<Host>({4, 64}));
+  EXPECT_THROW(ops::linear(Tensor<Host>({2, 32}), Wq), InputError);
+  EXPECT_THROW(ops::linear(Tensor<Host>({2, 64}), Wq, Tensor<Host>({5})), InputError);
+}
+
 // The rounding of W, reported rather than bounded (its bound per value is quant_test's): for uniform x and W in
 // [-1, 1] and K = 4096, the RMS and largest error of y = x · Wᵀ with W stored as each type, relative to the RMS of
 // y with W in f32, printed for docs/tolerances.md.

@@ -14,19 +14,19 @@
 
 namespace ptk::kernels {
 
+// Item i of y from x's values [i·B, (i + 1)·B): one value rounded, or one block quantized.
+template <class E>
+KOKKOS_INLINE_FUNCTION E stored_item(const float* x) {
+  if constexpr (std::is_same_v<E, bf16>) return to_bf16(*x);
+  else if constexpr (std::is_same_v<E, f16>) return to_f16(*x);
+  else return quantize_block<E>(x);
+}
+
 template <class Space, class E>
 void convert(const Kokkos::View<E*, Kokkos::LayoutRight, Space>& y, const ConstVector<Space>& x) {
   Kokkos::parallel_for(
       "ptk::convert", Kokkos::RangePolicy<Space>(0, static_cast<std::int64_t>(y.extent(0))),
-      KOKKOS_LAMBDA(const std::int64_t i) {
-        if constexpr (std::is_same_v<E, bf16>) {
-          y(i) = to_bf16(x(i));
-        } else if constexpr (std::is_same_v<E, f16>) {
-          y(i) = to_f16(x(i));
-        } else {
-          y(i) = quantize_block<E>(&x(i * quant_block));
-        }
-      });
+      KOKKOS_LAMBDA(const std::int64_t i) { y(i) = stored_item<E>(&x(i * Element<E>::block)); });
 }
 
 template <class Space, class E>
