@@ -29,6 +29,35 @@ struct RowDots {
   }
 };
 
+// Whether a thread with one vector lane steps over W's blocks whole (quantized E, two chunks of L = 16 lanes a
+// block): the block's scale then multiplies the sum of its 32 products once, instead of each of its 32 values.
+template <class E, int L, int V>
+inline constexpr bool block_steps = is_quantized_v<E> && V == 1 && 2 * L == quant_block;
+
+// lane_accumulate for block_steps: lane l of pair (r, j) adds d_j · (x[r, b + l] · q_j[b + l] + x[r, b + L + l] ·
+// q_j[b + L + l]) for each block b in [begin, end) (multiples of 32), q_j the block's integers.
+template <int R, int J, class Traits, class E>
+KOKKOS_FORCEINLINE_FUNCTION void lane_accumulate_blocks(float (&acc)[R * J][Traits::lanes], const float* x,
+                                                        std::size_t ldx, const E* w, std::size_t ldw, int begin, int end) {
+  constexpr int L = Traits::lanes;
+  for (int b = begin; b < end; b += quant_block) {
+    float lo[J][L], hi[J][L], d[J];
+    PTK_UNROLL_NEST
+    for (int j = 0; j < J; ++j) {
+      const E* wj = w + j * ldw;
+      prefetch_items<Traits, quant_block>(wj, b);
+      d[j] = load_block_integers(wj[b / quant_block], lo[j], hi[j]);
+    }
+    PTK_UNROLL_NEST
+    for (int r = 0; r < R; ++r) {
+      const float* xr = x + r * ldx + b;
+      PTK_UNROLL_NEST
+      for (int j = 0; j < J; ++j)
+        for (int l = 0; l < L; ++l) acc[r * J + j][l] += d[j] * (xr[l] * lo[j][l] + xr[L + l] * hi[j][l]);
+    }
+  }
+}
+
 // The partial sums of R x rows against J rows of W over the k of vector lane v (Tune::decode in
 // tuning.hpp): lane (l, v) of pair (r, j) (at acc[r·J + j][l]) sums x[r,k] · w[j,k] over
 // k = b + l·V + v for the blocks b in [begin, end), in order. Each block loads L values of every W
@@ -38,6 +67,10 @@ template <int R, int J, class Traits, class E>
 KOKKOS_FORCEINLINE_FUNCTION void lane_accumulate(float (&acc)[R * J][Traits::lanes], const float* x, std::size_t ldx,
                                             const E* w, std::size_t ldw, int begin, int end, int v) {
   constexpr int L = Traits::lanes, V = Traits::vector_length, W = L * V;
+  if constexpr (block_steps<E, L, V>) {
+    lane_accumulate_blocks<R, J, Traits>(acc, x, ldx, w, ldw, begin, end);
+    return;
+  }
   for (int b = begin; b < end; b += W) {
     float wv[J][L];
     PTK_UNROLL_NEST
@@ -81,34 +114,11 @@ KOKKOS_FORCEINLINE_FUNCTION RowDots<R * J> lane_finish(float (&acc)[R * J][Trait
 template <int R, int J, class Traits, class E>
 KOKKOS_INLINE_FUNCTION RowDots<R * J> lane_dots(const float* x, std::size_t ldx, const E* w, std::size_t ldw,
                                                      int K, int v) {
-  constexpr int L = Traits::lanes, V = Traits::vector_length, W = L * V;
-  float acc[R * J][L] = {};
+  constexpr int W = Traits::lanes * Traits::vector_length;
+  float acc[R * J][Traits::lanes] = {};
   const int full = K / W * W;
-  for (int b = 0; b < full; b += W) {
-    float wv[J][L];
-    PTK_UNROLL_NEST
-    for (int j = 0; j < J; ++j) {
-      const E* wj = w + j * ldw;
-      prefetch_items<Traits, W>(wj, b);
-      load_lanes<L, V>(wj, b, v, wv[j]);
-    }
-    PTK_UNROLL_NEST
-    for (int r = 0; r < R; ++r) {
-      const float* xr = x + r * ldx + b + v;
-      PTK_UNROLL_NEST
-      for (int j = 0; j < J; ++j)
-        for (int l = 0; l < L; ++l) acc[r * J + j][l] += xr[l * V] * wv[j][l];
-    }
-  }
-  for (int l = 0; l < L; ++l) {
-    const int k = full + l * V + v;
-    if (k < K)
-      for (int r = 0; r < R; ++r)
-        for (int j = 0; j < J; ++j) acc[r * J + j][l] += x[r * ldx + k] * load(w + j * ldw, k);
-  }
-  RowDots<R * J> dots;
-  for (int i = 0; i < R * J; ++i) dots.v[i] = tree_sum(acc[i]);
-  return dots;
+  lane_accumulate<R, J, Traits>(acc, x, ldx, w, ldw, 0, full, v);
+  return lane_finish<R, J, Traits>(acc, x, ldx, w, ldw, full, K, v);
 }
 
 template <int R, class Space, class Tune, class E>
