@@ -15,6 +15,7 @@
 #include "ptk/io/atomic_file.hpp"
 #include "ptk/nn/checkpoint.hpp"
 #include "ptk/core/allocate.hpp"
+#include "ptk/core/dtype.hpp"
 #include "ptk/nn/inference.hpp"
 #include "ptk/nn/memory_estimate.hpp"
 #include "train_watch.hpp"
@@ -24,7 +25,7 @@ namespace ptk::tools {
 namespace {
 
 struct Options {
-  std::string load, prompt, prompt_file, device = "default";
+  std::string load, prompt, prompt_file, device = "default", dtype = "f32";
   int n = 256;
   float temperature = 1.0f, top_p = 1.0f;
   int top_k = 0;
@@ -86,6 +87,8 @@ int generate_command(const Args& args) {
   app.add_option("--seed", o.seed, "seeds the draws")->capture_default_str()->check(seed_number());
   app.add_option("--device", o.device, "host or default (the GPU in a GPU build)")
       ->capture_default_str()->check(CLI::IsMember({"host", "default"}));
+  app.add_option("--dtype", o.dtype, "the linear layers' weights stored as f32, bf16, f16, q8_0 or q4_0 (converted at load)")
+      ->capture_default_str()->check(CLI::IsMember({"f32", "bf16", "f16", "q8_0", "q4_0"}));
   if (parse_command_line(app, args, "generate")) return 0;
 
   const ag::Device device = ag::parse_device(o.device);
@@ -119,6 +122,9 @@ int generate_command(const Args& args) {
 
   nn::Decoder model(config, device, 0);
   nn::assign_parameters(model, checkpoint);
+  DType dtype = DType::f32;
+  parse_dtype(o.dtype, dtype);  // one of the names CLI11 checked
+  model.store_weights_as(dtype);
   nn::GenerateOptions options;
   options.new_tokens = o.n;
   options.sampling = {o.temperature, o.top_k, o.top_p};

@@ -54,12 +54,14 @@ std::vector<OpKey> sorted_keys(const OpEntry& op) {
   return keys;
 }
 
-void write_all(const std::vector<std::string>& paths, const std::vector<io::NpyArray>& arrays) {
+// Output i stored as `dtype` (rounded to nearest even), or as float32 where the op says so (a loss, an lse).
+void write_all(const OpEntry& op, const std::vector<std::string>& paths, const std::vector<io::NpyArray>& arrays,
+               io::NpyDtype dtype) {
   std::vector<std::string> temps;
   try {
     for (std::size_t i = 0; i < paths.size(); ++i) {
       temps.push_back(paths[i] + ".ptk-partial");
-      io::write_npy(temps.back(), arrays[i].shape, arrays[i].data.data());
+      io::write_npy(temps.back(), arrays[i].shape, arrays[i].data.data(), op.outputs[i].fp32 ? io::NpyDtype::f32 : dtype);
     }
     for (std::size_t i = 0; i < paths.size(); ++i)
       if (std::rename(temps[i].c_str(), paths[i].c_str()) != 0)
@@ -103,7 +105,10 @@ std::string op_listing() {
   std::ostringstream s;
   s << "ops (inputs -> outputs; --set keys with defaults). Inputs are float32 .npy, except those marked\n"
        "(int): int32 or int64 .npy. An output in [] is optional. Backward ops write fresh gradients\n"
-       "(dX = 0 + ...).\n";
+       "(dX = 0 + ...).\n"
+       "Every op also takes dtype=f32 (f32, bf16 or f16): its float inputs and outputs are stored so (f16:\n"
+       "float16 .npy; bf16: uint16 .npy holding bfloat16 bits; f32 also reads float16), the arithmetic is\n"
+       "float32, outputs are rounded to nearest even; losses and log-sum-exps stay float32.\n";
   for (const auto& op : op_registry()) {
     std::vector<std::string> inputs, outputs, keys;
     for (const auto& i : op.inputs) inputs.push_back(i.index ? i.name + " (int)" : i.name);
@@ -158,6 +163,25 @@ std::map<std::string, std::string> settings_of(const OpEntry& op, const std::vec
   return values;
 }
 
+// --set dtype=..., which every op takes (the storage of its float inputs and outputs), taken out of `sets`.
+io::NpyDtype take_dtype(std::vector<std::string>& sets, const std::string& where) {
+  io::NpyDtype dtype = io::NpyDtype::f32;
+  int seen = 0;
+  for (auto it = sets.begin(); it != sets.end();) {
+    if (it->rfind("dtype=", 0) != 0) {
+      ++it;
+      continue;
+    }
+    const std::string value = it->substr(6);
+    if (++seen > 1) throw UsageError{where + "key 'dtype' is set twice"};
+    if (value == "bf16") dtype = io::NpyDtype::bf16;
+    else if (value == "f16") dtype = io::NpyDtype::f16;
+    else if (value != "f32") throw UsageError{where + "dtype must be f32, bf16 or f16, got '" + value + "'"};
+    it = sets.erase(it);
+  }
+  return dtype;
+}
+
 // As many --in as the op has inputs, and its outputs less any optional ones left out.
 void check_counts(const OpEntry& op, const OpLine& line, const std::string& where) {
   const auto count_error = [&](const char* what, std::size_t got, const std::vector<std::string>& want) {
@@ -174,7 +198,8 @@ void check_counts(const OpEntry& op, const OpLine& line, const std::string& wher
 }
 
 // Every input read and checked (ids fit an int, nothing empty) before the op runs.
-HostInputs read_inputs(const OpEntry& op, const std::vector<std::string>& paths, const std::string& where) {
+HostInputs read_inputs(const OpEntry& op, const std::vector<std::string>& paths, io::NpyDtype dtype,
+                       const std::string& where) {
   HostInputs arrays;
   for (std::size_t i = 0; i < paths.size(); ++i) {
     arrays.arrays.emplace_back();
@@ -187,7 +212,7 @@ HostInputs read_inputs(const OpEntry& op, const std::vector<std::string>& paths,
           throw UsageError{where + input.name + " (" + paths[i] + ") holds " + std::to_string(id) +
                            ", which does not fit a 32-bit int"};
     } else {
-      arrays.arrays.back() = io::read_npy(paths[i]);
+      arrays.arrays.back() = dtype == io::NpyDtype::f32 ? io::read_npy(paths[i]) : io::read_npy(paths[i], dtype);
     }
     const auto& shape = input.index ? arrays.ids.back().shape : arrays.arrays.back().shape;
     for (auto d : shape)
@@ -216,18 +241,19 @@ int op_command(const Args& args) {
   }
   const OpEntry& op = *spec;
   const std::string where = "op " + op.name + ": ";
+  const io::NpyDtype dtype = take_dtype(line.sets, where);
   const auto values = settings_of(op, line.sets, where);
   check_counts(op, line, where);
   check_outputs(op, line.outputs, where);
   const Settings settings(op, values);
-  const HostInputs arrays = read_inputs(op, line.inputs, where);
+  const HostInputs arrays = read_inputs(op, line.inputs, dtype, where);
 
   using Default = Kokkos::DefaultExecutionSpace;
   using Host = Kokkos::DefaultHostExecutionSpace;
   const bool on_host = std::is_same_v<Default, Host> || line.device == "host";
   std::vector<io::NpyArray> results = on_host ? op.run_host(arrays, settings) : op.run_default(arrays, settings);
   results.resize(line.outputs.size());  // optional saved statistics nobody asked for
-  write_all(line.outputs, results);
+  write_all(op, line.outputs, results, dtype);
   return 0;
 }
 

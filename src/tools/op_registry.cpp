@@ -219,7 +219,7 @@ OpEntry spec_rmsnorm_backward() {
 }
 
 OpEntry spec_attention() {
-  return spec({{"Q"}, {"K"}, {"V"}}, {{"O"}, {"lse", true}}, {kCausal, kAttnScale}, [](const auto& c) -> Results {
+  return spec({{"Q"}, {"K"}, {"V"}}, {{"O"}, {"lse", true, true}}, {kCausal, kAttnScale}, [](const auto& c) -> Results {
     const auto scale = c.set.has("scale") ? std::optional<float>(c.set.number("scale", 0)) : std::nullopt;
     const auto fwd = ops::attention(c.in[0], c.in[1], c.in[2], scale, c.set.flag("causal"));
     return {c.host(fwd.out), c.host(fwd.lse)};
@@ -240,7 +240,7 @@ OpEntry spec_attention_backward() {
 }
 
 OpEntry spec_decode_attention() {
-  return spec({{"Q"}, {"Kcache"}, {"Vcache"}}, {{"O"}, {"lse", true}},
+  return spec({{"Q"}, {"Kcache"}, {"Vcache"}}, {{"O"}, {"lse", true, true}},
               {{"length", "Tmax", "filled cache positions L; the Tq queries sit at L - Tq .. L - 1 (causal)"},
                kAttnScale, {"splits", "0", "key chunks merged (0: chosen for the machine; any gives the same up to rounding)"}},
               [](const auto& c) -> Results {
@@ -298,7 +298,7 @@ OpEntry spec_embedding_backward() {
 }
 
 OpEntry spec_cross_entropy() {
-  return spec({{"logits"}, {"targets", true}}, {{"loss"}, {"losses"}, {"lse", true}}, {kIgnore}, [](const auto& c) -> Results {
+  return spec({{"logits"}, {"targets", true}}, {{"loss", false, true}, {"losses", false, true}, {"lse", true, true}}, {kIgnore}, [](const auto& c) -> Results {
     using S = SpaceOf<std::decay_t<decltype(c)>>;
     const int ignore = ignore_index(c.set);
     const auto ce = ops::cross_entropy<S>(c.in[0], c.ids(1), ignore);

@@ -25,6 +25,7 @@ struct OpInput {
 struct OpOutput {
   std::string name;
   bool optional = false;  // a saved statistic added after the op's contract was set (attention's lse)
+  bool fp32 = false;      // float32 whatever --set dtype says (a loss, a log-sum-exp)
 };
 
 struct OpKey {

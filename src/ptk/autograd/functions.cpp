@@ -65,6 +65,18 @@ Var linear(const Var& x, const Var& weight, const Var& bias) {
             weight.shape(), "; it must be [", out_features, "]");
   Shape ys = xs;
   ys.back() = out_features;
+  if (weight.dtype() != DType::f32) {  // a weight stored for inference (Var::store_as): no graph
+    require(!x.requires_grad() || !grad_enabled(), "linear: a weight stored as ", dtype_name(weight.dtype()),
+            " takes no part in a backward pass (inference only)");
+    return on_compute(device, [&](auto tag) {
+      using S = typename decltype(tag)::type;
+      using Tune = typename decltype(tag)::tune;
+      const Tensor<S> x2 = data_of<S>(x).reshape({x.numel() / in, in});
+      const Tensor<S> b = bias.defined() ? data_of<S>(bias) : Tensor<S>();
+      const Tensor<S> y2 = with_stored<S>(weight, [&](const auto& w) { return ops::linear<S, Tune>(x2, w, b); });
+      return result<S>("linear", y2.reshape(ys), device, {}, {});  // no inputs: no graph
+    });
+  }
   return on_compute(device, [&](auto tag) {
     using S = typename decltype(tag)::type;
     using Tune = typename decltype(tag)::tune;

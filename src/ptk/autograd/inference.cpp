@@ -92,9 +92,12 @@ void accumulate_linear(const Var& x, const Var& a, const Var& weight, const Var&
     using S = typename decltype(tag)::type;
     using Tune = typename decltype(tag)::tune;
     const auto rows = a.numel() / ws[1];
-    const Tensor<S> x2 = data_of<S>(x).reshape({rows, ws[0]});
-    ops::linear_accumulate<S, Tune>(x2, data_of<S>(a).reshape({rows, ws[1]}), data_of<S>(weight),
-                           bias.defined() ? data_of<S>(bias) : Tensor<S>());
+    const Tensor<S> x2 = data_of<S>(x).reshape({rows, ws[0]}), a2 = data_of<S>(a).reshape({rows, ws[1]});
+    const Tensor<S> b = bias.defined() ? data_of<S>(bias) : Tensor<S>();
+    if (weight.dtype() == DType::f32)
+      ops::linear_accumulate<S, Tune>(x2, a2, data_of<S>(weight), b);
+    else  // a weight stored for inference (Var::store_as)
+      with_stored<S>(weight, [&](const auto& w) { ops::linear_accumulate<S, Tune>(x2, a2, w, b); });
   });
 }
 

@@ -59,6 +59,15 @@ struct PerSpace {
 
 using Buffer = PerSpace<Tensor<HostSpace>, Tensor<DeviceSpace>>;
 
+// A weight stored as a reduced type for inference (Var::store_as): the one of these its dtype names.
+template <class S>
+struct Stored {
+  Tensor<S, bf16> as_bf16;
+  Tensor<S, f16> as_f16;
+  Tensor<S, q8_0> as_q8_0;
+  Tensor<S, q4_0> as_q4_0;
+};
+
 struct Node {
   const char* op;
   std::vector<std::shared_ptr<VarImpl>> inputs;
@@ -71,6 +80,8 @@ struct VarImpl {
   bool requires_grad = false;
   Buffer data, grad;
   std::shared_ptr<Node> grad_fn;
+  DType dtype = DType::f32;  // not f32: `stored` holds the data (store_as), `data` is empty
+  PerSpace<Stored<HostSpace>, Stored<DeviceSpace>> stored;
 };
 
 struct IdsImpl {
@@ -84,7 +95,21 @@ struct IdsImpl {
 
 template <class S>
 Tensor<S>& data_of(const Var& v) {
-  return v.impl().data.get<S>();
+  VarImpl& impl = v.impl();
+  require(impl.dtype == DType::f32, "a weight stored as ", dtype_name(impl.dtype), " is read only by linear");
+  return impl.data.get<S>();
+}
+
+// f(t) for t the Tensor<S, E> of a weight stored as E (dtype not f32).
+template <class S, class F>
+decltype(auto) with_stored(const Var& v, F&& f) {
+  auto& st = v.impl().stored.get<S>();
+  switch (v.impl().dtype) {
+    case DType::bf16: return f(st.as_bf16);
+    case DType::f16: return f(st.as_f16);
+    case DType::q8_0: return f(st.as_q8_0);
+    default: return f(st.as_q4_0);
+  }
 }
 
 // The gradient of v, allocated (zero) when it is first needed. A leaf's (a parameter's) lives across

@@ -8,6 +8,7 @@
 
 #include "ptk/autograd/storage.hpp"
 #include "ptk/core/buffer_pool.hpp"
+#include "ptk/ops/convert.hpp"
 
 namespace ptk::ag {
 
@@ -75,6 +76,30 @@ float Var::item() const {
   require(numel() == 1, "ptk::ag::Var::item: needs one element, got shape ", shape());
   return values()[0];
 }
+
+void Var::store_as(DType dtype) const {
+  VarImpl& v = impl();
+  if (dtype == DType::f32 || dtype == v.dtype) return;
+  require(v.dtype == DType::f32, "store_as: a Var stored as ", dtype_name(v.dtype), " cannot be stored again");
+  require(!v.grad_fn, "store_as: only a leaf (a parameter) can be stored as ", dtype_name(dtype));
+  on_device(v.device, [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    auto& x = v.data.template get<S>();
+    auto& st = v.stored.template get<S>();
+    switch (dtype) {
+      case DType::bf16: st.as_bf16 = ops::convert<bf16>(x, "weight"); break;
+      case DType::f16: st.as_f16 = ops::convert<f16>(x, "weight"); break;
+      case DType::q8_0: st.as_q8_0 = ops::convert<q8_0>(x, "weight"); break;
+      default: st.as_q4_0 = ops::convert<q4_0>(x, "weight"); break;
+    }
+    x = Tensor<S>();
+  });
+  v.grad = Buffer{};
+  v.requires_grad = false;
+  v.dtype = dtype;
+}
+
+DType Var::dtype() const { return impl().dtype; }
 
 bool Var::has_grad() const {
   return on_device(device(), [&](auto tag) { return impl().grad.get<typename decltype(tag)::type>().defined(); });

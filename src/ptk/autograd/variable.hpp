@@ -20,6 +20,7 @@
 
 namespace ptk {
 class ReuseBuffers;
+enum class DType;  // core/dtype.hpp
 }
 
 namespace ptk::ag {
@@ -53,6 +54,11 @@ class Var {
   std::vector<float> values() const;           // copied to the host
   void assign(const std::vector<float>& values) const;  // overwrites the data (not recorded)
   float item() const;                          // the value of a one-element Var
+  // For inference: the data stored as `dtype` (bf16, f16, q8_0, q4_0; f32 leaves it as it is), converted on its
+  // device (ops::convert: refuses what the type cannot hold); the f32 copy is released and the Var takes no
+  // gradient from then on. Only ag::linear reads such a Var (as its weight); any other op refuses it.
+  void store_as(DType dtype) const;
+  DType dtype() const;
   bool has_grad() const;
   std::vector<float> grad() const;             // zeros when no gradient has reached it
   void zero_grad() const;

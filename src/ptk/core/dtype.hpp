@@ -71,6 +71,16 @@ inline const char* dtype_name(DType t) {
   return "?";
 }
 
+// The DType a contract name names; false for any other text.
+inline bool parse_dtype(const std::string& name, DType& out) {
+  for (DType t : {DType::f32, DType::bf16, DType::f16, DType::q8_0, DType::q4_0})
+    if (name == dtype_name(t)) {
+      out = t;
+      return true;
+    }
+  return false;
+}
+
 // Bytes of n values of a dtype (n a multiple of the block for q8_0 and q4_0).
 inline std::int64_t dtype_bytes(DType t, std::int64_t n) {
   switch (t) {

@@ -187,6 +187,13 @@ std::int64_t Decoder::parameter_count() const {
   return n;
 }
 
+void Decoder::store_weights_as(DType dtype) {
+  for (auto& l : layers_)
+    for (ag::Var* w : {&l.qkv_w, &l.q_w, &l.k_w, &l.v_w, &l.o_w, &l.up_w, &l.gate_w, &l.down_w})
+      if (w->defined()) w->store_as(dtype);
+  if (!parts_.tied_head) globals_.head.store_as(dtype);
+}
+
 ag::Var Decoder::norm(const ag::Var& x, const ag::Var& weight, const ag::Var& bias) const {
   if (parts_.norm == DecoderParts::Norm::rmsnorm) return ag::rmsnorm(x, weight, config_.norm_eps);
   return ag::layernorm(x, weight, bias, config_.norm_eps);

@@ -126,6 +126,10 @@ class Decoder {
   // Mean cross-entropy of logits(idx) against targets [B, T], shape [1].
   ag::Var loss(const ag::Ids& idx, const ag::Ids& targets, int B, int T) const;
   void zero_grad() const;
+  // For inference: every linear layer's weight (and an untied LM head) stored as dtype (Var::store_as); the
+  // embeddings, norms and biases stay f32, as does a head tied to the token embedding. Training is over for this
+  // model: a stored weight takes no gradient.
+  void store_weights_as(DType dtype);
 
   // One layer's parameters by role (the names are the architecture's; parts_of says which roles it has).
   struct Layer {

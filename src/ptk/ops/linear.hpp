@@ -51,20 +51,38 @@ void linear_accumulate(const Tensor<Space>& y, const Tensor<Space>& x, const Ten
 // W stored as E (bf16, f16, q8_0, q4_0: dtype.hpp). A decode product reads W as stored (the decode kernel over E);
 // more rows take the f32 GEMM on W converted to f32 for the call (one pass over W, next to the GEMM's M·N·K FMAs;
 // a GEMM over stored types is the reduced-precision issue's next step).
+namespace detail {
+template <class Space, class Tune, class E>
+void stored_linear_into(const char* op, const Tensor<Space>& y, const Tensor<Space>& x, const Tensor<Space, E>& w,
+                        const Tensor<Space>& b, bool accumulate) {
+  static_assert(!std::is_same_v<E, float>, "f32 weights take linear_into");
+  check_tensor(op, "X", x, 2, 2);
+  check_tensor(op, "W", w, 2, 2);
+  require(x.dim(1) == w.dim(1), op, ": X has shape ", x.shape(), " and W ", w.shape(), "; W must be [N, ", x.dim(1), "]");
+  require(y.shape() == Shape{x.dim(0), w.dim(0)}, op, ": Y has shape ", y.shape(), ", X · Wᵀ has [", x.dim(0), ", ",
+          w.dim(0), "]");
+  if (b.defined())
+    require(b.shape() == Shape{w.dim(0)}, op, ": b has shape ", b.shape(), " for W ", w.shape(), "; it must be [",
+            w.dim(0), "]");
+  if (x.dim(0) > kernels::decode_max_rows) return linear_into<Space, Tune>(op, y, x, to_f32(w), b, accumulate);
+  kernels::matmul_decode<Space, Tune, E>(y.rows(), x.rows(), w.rows(), 1.0f, accumulate ? 1.0f : 0.0f,
+                                         b.defined() ? ConstVector<Space>(b.flat()) : ConstVector<Space>());
+}
+}  // namespace detail
+
 template <class Space, class Tune = kernels::Tuning<Space>, class E>
 Tensor<Space> linear(const Tensor<Space>& x, const Tensor<Space, E>& w, const Tensor<Space>& b = Tensor<Space>()) {
-  static_assert(!std::is_same_v<E, float>, "f32 weights take the overload above");
   check_tensor("linear", "X", x, 2, 2);
   check_tensor("linear", "W", w, 2, 2);
-  require(x.dim(1) == w.dim(1), "linear: X has shape ", x.shape(), " and W ", w.shape(), "; W must be [N, ", x.dim(1), "]");
-  if (b.defined())
-    require(b.shape() == Shape{w.dim(0)}, "linear: b has shape ", b.shape(), " for W ", w.shape(), "; it must be [",
-            w.dim(0), "]");
-  if (x.dim(0) > kernels::decode_max_rows) return linear<Space, Tune>(x, to_f32(w), b);
   auto y = Tensor<Space>::uninitialized({x.dim(0), w.dim(0)}, "ptk::linear");
-  kernels::matmul_decode<Space, Tune, E>(y.rows(), x.rows(), w.rows(), 1.0f, 0.0f,
-                                         b.defined() ? ConstVector<Space>(b.flat()) : ConstVector<Space>());
+  detail::stored_linear_into<Space, Tune>("linear", y, x, w, b, false);
   return y;
+}
+
+template <class Space, class Tune = kernels::Tuning<Space>, class E>
+void linear_accumulate(const Tensor<Space>& y, const Tensor<Space>& x, const Tensor<Space, E>& w,
+                       const Tensor<Space>& b = Tensor<Space>()) {
+  detail::stored_linear_into<Space, Tune>("linear_accumulate", y, x, w, b, true);
 }
 
 }  // namespace ptk::ops
