@@ -47,6 +47,23 @@ expect_refusal "prompt + -n beyond block_size" "beyond the model's block_size 24
   "$ptk" generate --load "$ck" --prompt "And God" -n 40 --device host
 expect_refusal "a prompt longer than block_size" "exceed the model's block_size 24" \
   "$ptk" generate --load "$ck" --prompt "And God said, Let there be light" --device host
+# --dtype: the linear layers' weights stored as each type (a Llama 64 wide: whole blocks of 32); greedy text of the
+# right length, mostly the f32 run's (the tests of the stored types' numerics are Inference.Stored*).
+"$ptk" train --layers 1 --width 64 --block 24 --batch 4 --steps 20 --device host --arch llama --heads 4 --kv-heads 2 \
+  --save "$dir/wide.safetensors" >"$dir/train" 2>&1 || fail "train a 64-wide llama: $(cat "$dir/train")"
+"$ptk" generate --load "$dir/wide.safetensors" --prompt "And God" -n 12 --temperature 0 --device host >"$dir/f32" 2>/dev/null ||
+  fail "64-wide llama, f32"
+for t in bf16 f16 q8_0 q4_0; do
+  "$ptk" generate --load "$dir/wide.safetensors" --prompt "And God" -n 12 --temperature 0 --device host --dtype $t \
+    >"$dir/$t" 2>"$dir/e1" || fail "--dtype $t: $(cat "$dir/e1")"
+  [ "$(wc -c <"$dir/$t")" -eq 20 ] || fail "--dtype $t: expected 7 + 12 bytes and a newline, got $(wc -c <"$dir/$t")"
+  grep -q "^prefill: 7 tokens" "$dir/e1" || fail "--dtype $t: no speed line: $(cat "$dir/e1")"
+  same=$(cmp -l "$dir/f32" "$dir/$t" | wc -l)
+  echo "ok: --dtype $t: $((19 - same)) of 19 bytes as the f32 run's"
+done
+expect_refusal "--dtype q8_0 on a 16-wide model" "q8_0 stores the last dimension in blocks of 32" \
+  "$ptk" generate --load "$dir/gpt.safetensors" --dtype q8_0 --device host
+expect_refusal "--dtype q5_1" "q5_1" "$ptk" generate --load "$dir/gpt.safetensors" --dtype q5_1
 expect_refusal "--top-p 0" "top-p" "$ptk" generate --load "$ck" --top-p 0
 expect_refusal "--temperature -1" "temperature" "$ptk" generate --load "$ck" --temperature -1
 expect_refusal "--top-k -3" "top-k" "$ptk" generate --load "$ck" --top-k -3
