@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "bench_common.hpp"
+#include "ptk/core/dtype.hpp"
 #include "ptk/nn/inference.hpp"
 
 namespace ptk::bench {
@@ -19,6 +20,40 @@ struct DecodeModel {
 };
 
 }  // namespace
+
+// One step of a TinyLlama-shaped model (22 layers, 2048 wide, 32 heads, 4 kv heads, MLP 5632; 1.0 B parameters in
+// its layers; byte vocabulary) with its linear weights stored as each dtype (Decoder::store_weights_as, as `ptk
+// generate --dtype`), batch 1: family decode, shape key dtype=. GB/s counts the bytes a step reads: the linear
+// weights (the LM head among them) as stored, the embedding and norms in f32, the KV cache (f32) up to ctx.
+// Not in the quick sweep: building each 1 B-parameter model takes ~30 s.
+void register_decode_stored() {
+  if (sweep().quick) return;
+  nn::DecoderConfig c{22, 32, 2048, 1024, 256};
+  c.arch = nn::Arch::llama;
+  c.n_kv_head = 4;
+  c.ffn_hidden = 5632;
+  for (const int ctx : {128, 1024})
+    for (DType t : {DType::f32, DType::bf16, DType::f16, DType::q8_0, DType::q4_0}) {
+      const auto shape = "model=TinyLlama_L22_C2048,ctx=" + std::to_string(ctx) + ",B=1,dtype=" + dtype_name(t);
+      double bytes = 2.0 * sizeof(float) * c.n_layer * ctx * (c.n_embd / c.n_head) * nn::kv_heads(c);
+      for (const auto& p : nn::parameter_shapes(c)) {
+        const bool linear = p.second.size() == 2 && p.first.find("embed_tokens") == std::string::npos;
+        bytes += static_cast<double>(linear ? dtype_bytes(t, element_count(p.second)) : 4 * element_count(p.second));
+      }
+      add("decode", "ptk", shape, Rate::gbytes, bytes, [=] {
+        auto model = std::make_shared<nn::Decoder>(c, ag::Device::device, 1);
+        model->store_weights_as(t);
+        auto cache = std::make_shared<nn::KvCache>(nn::make_kv_cache(*model, 1, ctx));
+        auto sampler = std::make_shared<ag::TokenSampler>();
+        auto reuse = std::make_shared<ag::ReuseBuffers>();
+        return std::function<void()>([=] {
+          ag::NoGrad no_grad;
+          cache->length = ctx - 1;
+          (*sampler)(nn::forward_cached(*model, *cache, {1}, 1), {0.5f}, {});
+        });
+      });
+    }
+}
 
 void register_decode() {
   // The default `ptk train` shape with a 1024 block, and GPT-2 small's (85 M parameters in the blocks) on bytes.
@@ -47,6 +82,7 @@ void register_decode() {
           });
         });
       }
+  register_decode_stored();
 }
 
 }  // namespace ptk::bench
