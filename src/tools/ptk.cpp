@@ -27,7 +27,8 @@ const char* const kUsage = R"(usage:
                                              Kokkos version, backends, devices, memory;
                                              --model: training memory of a GPT-2-style model
   ptk op NAME --in A.npy [--in B.npy ...] [--set key=value ...] --out Y.npy [--out Z.npy ...]
-         [--device host|default]             run one op on .npy files (ptk op --help lists ops)
+         [--device host|default]             run one op on .npy files (ptk op --help lists ops;
+                                             --set dtype=bf16|f16: 16-bit .npy in and out)
   ptk bench [--quick] [--out DIR] [--filter REGEX] [--repetitions N] [--device host|default]
                                              benchmark sweeps, one process per implementation
                                              -> DIR/report.md, DIR/*.png, DIR/bench.json
@@ -41,7 +42,7 @@ const char* const kUsage = R"(usage:
                                              --load CKPT continues a saved run bit for bit;
                                              mpirun -np N ptk train ...: data parallel over N ranks
   ptk generate --load CKPT [--prompt TEXT | --prompt-file F] [-n N] [--temperature T] [--top-k K]
-               [--top-p P] [--seed S] [--device host|default]
+               [--top-p P] [--seed S] [--dtype f32|bf16|f16|q8_0|q4_0] [--device host|default]
                                              stream text from a checkpoint (KV cache; ptk generate --help)
 Inputs must be regular files; outputs regular files or new names (not devices, directories or symbolic links).
 Exit status: 0 on success; 2 on bad input, an unreadable or unwritable file, too little memory (one-line message
