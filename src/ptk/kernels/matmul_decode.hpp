@@ -114,10 +114,31 @@ KOKKOS_FORCEINLINE_FUNCTION RowDots<R * J> lane_finish(float (&acc)[R * J][Trait
 template <int R, int J, class Traits, class E>
 KOKKOS_INLINE_FUNCTION RowDots<R * J> lane_dots(const float* x, std::size_t ldx, const E* w, std::size_t ldw,
                                                      int K, int v) {
-  constexpr int W = Traits::lanes * Traits::vector_length;
-  float acc[R * J][Traits::lanes] = {};
+  constexpr int L = Traits::lanes, V = Traits::vector_length, W = L * V;
+  float acc[R * J][L] = {};
   const int full = K / W * W;
-  lane_accumulate<R, J, Traits>(acc, x, ldx, w, ldw, 0, full, v);
+  if constexpr (block_steps<E, L, V>) {
+    lane_accumulate_blocks<R, J, Traits>(acc, x, ldx, w, ldw, 0, full);
+  } else {
+    // The loop of lane_accumulate written out here: handing `acc` to it by reference made g++ keep the R = 8,
+    // J = 2 sums on the stack (M = 8 at 4096 x 4096: 2.93 ms against 2.49 written out).
+    for (int b = 0; b < full; b += W) {
+      float wv[J][L];
+      PTK_UNROLL_NEST
+      for (int j = 0; j < J; ++j) {
+        const E* wj = w + j * ldw;
+        prefetch_items<Traits, W>(wj, b);
+        load_lanes<L, V>(wj, b, v, wv[j]);
+      }
+      PTK_UNROLL_NEST
+      for (int r = 0; r < R; ++r) {
+        const float* xr = x + r * ldx + b + v;
+        PTK_UNROLL_NEST
+        for (int j = 0; j < J; ++j)
+          for (int l = 0; l < L; ++l) acc[r * J + j][l] += xr[l * V] * wv[j][l];
+      }
+    }
+  }
   return lane_finish<R, J, Traits>(acc, x, ldx, w, ldw, full, K, v);
 }
 
