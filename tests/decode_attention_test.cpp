@@ -1,7 +1,9 @@
 // decode attention parity: ptk::ops::decode_attention (split-KV, grouped-query) against the float64 oracle,
 // over cache lengths that cross the chunk boundaries, GQA ratios 1, 2, 4, several new tokens at once and forced
-// split counts; cache positions past the filled length hold NaN, so reading one would show. Also
-// kv_cache_append against a plain copy, and the one-line refusals of bad shapes.
+// split counts; cache positions past the filled length hold NaN, so reading one would show. The same cases over
+// bf16 and f16 caches, against the oracle applied to the cache's rounded values (the test checks the kernel, not
+// the rounding). Also kv_cache_append against a plain copy (and round_to for 16-bit caches), and the one-line
+// refusals of bad shapes.
 #include <limits>
 #include <tuple>
 
@@ -41,23 +43,50 @@ std::vector<float> cache_values(const DecodeCase& c, const std::string& seed) {
   return x;
 }
 
-template <class Space, class Tune>
-void check_decode(const DecodeCase& c, const std::vector<float>& q, const std::vector<float>& k,
-                  const std::vector<float>& v) {
+// x rounded to E, and those values back as float (exact).
+template <class E>
+std::vector<E> rounded(const std::vector<float>& x) {
+  std::vector<E> r;
+  for (float a : x) r.push_back(round_to<E>(a));
+  return r;
+}
+template <class E>
+std::vector<float> values_of(const std::vector<E>& x) {
+  std::vector<float> r;
+  for (const E& a : x) r.push_back(to_float(a));
+  return r;
+}
+
+// The caches stored as E (f32, bf16, f16); the oracle sees the values they hold.
+template <class Space, class Tune, class E = float>
+void check_decode(const DecodeCase& c, const std::vector<float>& q, const std::vector<float>& k32,
+                  const std::vector<float>& v32) {
   const Shape q_shape{c.B, c.Hq, c.Tq, c.D}, cache_shape{c.B, c.Hkv, c.Tmax, c.D}, lse_shape{c.B, c.Hq, c.Tq};
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.D));
+  std::vector<E> k_stored, v_stored;
+  std::vector<float> k = k32, v = v32;
+  if constexpr (std::is_same_v<E, float>) {
+    k_stored = k32;
+    v_stored = v32;
+  } else {
+    k_stored = rounded<E>(k32);
+    v_stored = rounded<E>(v32);
+    k = values_of(k_stored);
+    v = values_of(v_stored);
+  }
   std::vector<float> want(q.size()), want_lse(static_cast<std::size_t>(c.B * c.Hq * c.Tq));
   reference::decode_attention(want.data(), want_lse.data(), q.data(), k.data(), v.data(), c.B, c.Hq, c.Hkv, c.Tq,
                               c.Tmax, c.D, c.L, scale);
-  const auto kt = Tensor<Space>::from_host(cache_shape, k), vt = Tensor<Space>::from_host(cache_shape, v);
+  const auto kt = Tensor<Space, E>::from_host(cache_shape, k_stored), vt = Tensor<Space, E>::from_host(cache_shape, v_stored);
   const auto qt = Tensor<Space>::from_host(q_shape, q);
   const auto r = ops::decode_attention<Space, Tune>(qt, kt, vt, c.L, std::nullopt, c.splits);
   // Inputs in [-1, 1] at scale 1/sqrt(D): every score is below sqrt(D) in magnitude.
   const double bound = std::max(1.0, std::sqrt(static_cast<double>(c.D)));
   const auto out = r.out.to_vector();
-  EXPECT_TRUE(all_close(out, want, q_shape, tolerance::attention(c.D, c.L, bound))) << Space::name() << " out";
+  const char* type = dtype_name(Element<E>::dtype);
+  EXPECT_TRUE(all_close(out, want, q_shape, tolerance::attention(c.D, c.L, bound))) << Space::name() << " out, " << type;
   EXPECT_TRUE(all_close(r.lse.to_vector(), want_lse, lse_shape, tolerance::attention_lse(c.D, c.L, bound)))
-      << Space::name() << " lse";
+      << Space::name() << " lse, " << type;
   // The merge order is fixed: a second run is bitwise the first.
   EXPECT_EQ((ops::decode_attention<Space, Tune>(qt, kt, vt, c.L, std::nullopt, c.splits).out.to_vector()), out) << Space::name();
 }
@@ -69,6 +98,18 @@ TEST_P(DecodeAttentionParity, Forward) {
   const auto q = uniform(c.B * c.Hq * c.Tq * c.D, -1, 1, name(c) + "q");
   const auto k = cache_values(c, name(c) + "k"), v = cache_values(c, name(c) + "v");
   for_each_space([&](auto space) { check_decode<typename decltype(space)::type, typename decltype(space)::tune>(c, q, k, v); });
+}
+
+TEST_P(DecodeAttentionParity, Bf16AndF16Caches) {
+  const auto& c = GetParam();
+  const auto q = uniform(c.B * c.Hq * c.Tq * c.D, -1, 1, name(c) + "q");
+  const auto k = cache_values(c, name(c) + "k"), v = cache_values(c, name(c) + "v");
+  for_each_space([&](auto space) {
+    using Space = typename decltype(space)::type;
+    using Tune = typename decltype(space)::tune;
+    check_decode<Space, Tune, bf16>(c, q, k, v);
+    check_decode<Space, Tune, f16>(c, q, k, v);
+  });
 }
 
 INSTANTIATE_TEST_SUITE_P(Sweep, DecodeAttentionParity, ::testing::ValuesIn(kCases),
@@ -108,6 +149,35 @@ TEST(DecodeAttention, CacheAppendPlacesHeads) {
                   << Space::name() << " offset " << offset << " b " << b << " h " << h << " t " << t << " d " << d;
             }
   });
+}
+
+// A 16-bit cache holds the rows' values rounded to nearest even, bit for bit; past f16's range, inf.
+template <class E>
+void check_rounding_append() {
+  for_each_space([&](auto space) {
+    using Space = typename decltype(space)::type;
+    const std::int64_t B = 1, H = 2, Tmax = 4, D = 32, Tn = 2, W = H * D, pos = 1;
+    auto rows = uniform(B * Tn * W, -3, 3, "append-16");
+    rows[0] = 70000.0f;  // beyond f16 (inf there), within bf16
+    rows[1] = -1e-7f;    // an f16 subnormal
+    auto k_cache = Tensor<Space, E>({B, H, Tmax, D}, "k"), v_cache = Tensor<Space, E>({B, H, Tmax, D}, "v");
+    const auto r = Tensor<Space>::from_host({B, Tn, W}, rows);
+    ops::kv_cache_append(k_cache, v_cache, r, 0, r, 0, pos);
+    const auto k = k_cache.to_vector();
+    for (std::int64_t h = 0; h < H; ++h)
+      for (std::int64_t t = 0; t < Tn; ++t)
+        for (std::int64_t d = 0; d < D; ++d) {
+          const E want = round_to<E>(rows[static_cast<std::size_t>(t * W + h * D + d)]);
+          ASSERT_EQ(k[static_cast<std::size_t>((h * Tmax + pos + t) * D + d)].bits, want.bits)
+              << Space::name() << " " << dtype_name(Element<E>::dtype) << " h " << h << " t " << t << " d " << d;
+        }
+  });
+}
+
+TEST(DecodeAttention, CacheAppendRoundsTo16Bit) {
+  check_rounding_append<bf16>();
+  check_rounding_append<f16>();
+  EXPECT_TRUE(std::isinf(to_float(round_to<f16>(70000.0f))));
 }
 
 TEST(DecodeAttention, RefusesBadShapes) {

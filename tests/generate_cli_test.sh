@@ -61,6 +61,15 @@ for t in bf16 f16 q8_0 q4_0; do
   same=$(cmp -l "$dir/f32" "$dir/$t" | wc -l)
   echo "ok: --dtype $t: $((19 - same)) of 19 bytes as the f32 run's"
 done
+# --kv-dtype: the KV cache stored as bf16 or f16, with q8_0 weights too (Inference.*KvCache* test the numerics).
+for t in bf16 f16; do
+  "$ptk" generate --load "$dir/wide.safetensors" --prompt "And God" -n 12 --temperature 0 --device host --kv-dtype $t \
+    --dtype q8_0 >"$dir/kv$t" 2>"$dir/e1" || fail "--kv-dtype $t: $(cat "$dir/e1")"
+  [ "$(wc -c <"$dir/kv$t")" -eq 20 ] || fail "--kv-dtype $t: expected 7 + 12 bytes and a newline, got $(wc -c <"$dir/kv$t")"
+  same=$(cmp -l "$dir/f32" "$dir/kv$t" | wc -l)
+  echo "ok: --kv-dtype $t --dtype q8_0: $((19 - same)) of 19 bytes as the f32 run's"
+done
+expect_refusal "--kv-dtype q8_0" "kv-dtype" "$ptk" generate --load "$dir/wide.safetensors" --kv-dtype q8_0
 expect_refusal "--dtype q8_0 on a 16-wide model" "q8_0 stores the last dimension in blocks of 32" \
   "$ptk" generate --load "$dir/gpt.safetensors" --dtype q8_0 --device host
 expect_refusal "--dtype q5_1" "q5_1" "$ptk" generate --load "$dir/gpt.safetensors" --dtype q5_1

@@ -162,6 +162,50 @@ TEST(Inference, StoredF16WeightsMatchTheOracleOnTheirValues) { check_stored_mode
 TEST(Inference, StoredQ8_0WeightsMatchTheOracleOnTheirValues) { check_stored_model<q8_0>(); }
 TEST(Inference, StoredQ4_0WeightsMatchTheOracleOnTheirValues) { check_stored_model<q4_0>(); }
 
+// A 16-bit KV cache (ptk generate --kv-dtype): the kernel over a bf16/f16 cache is checked against the oracle in
+// decode_attention_test; here, that the model's decode steps use the cache's type. The logits of every decode step
+// after a prefill of 7, against the same steps with an f32 cache: different (the cache holds rounded keys and
+// values) and within 16 u of the largest logit, u the type's unit roundoff. The bound is not derived: it is loose
+// for this 2-layer model (the run prints the ratio seen) and only catches a cache read as the wrong type.
+template <class E>
+void check_kv_cache_type() {
+  nn::DecoderConfig c{2, 4, 64, 72, 29};
+  c.arch = nn::Arch::llama;
+  c.n_kv_head = 2;
+  const int B = 2, T = c.block_size, V = c.vocab_size, P = 7;
+  nn::Decoder model(c, kHost, 14);
+  randomize(model);
+  const auto tokens = random_tokens(static_cast<std::size_t>(B * T), V, 8);
+  nn::KvCache ref = nn::make_kv_cache(model, B, T), cache = nn::make_kv_cache(model, B, T, Element<E>::dtype);
+  EXPECT_EQ(cache.k[0].dtype(), Element<E>::dtype);
+  std::vector<int> prompt;
+  for (int b = 0; b < B; ++b) prompt.insert(prompt.end(), tokens.begin() + b * T, tokens.begin() + b * T + P);
+  nn::forward_cached(model, ref, prompt, P);
+  nn::forward_cached(model, cache, prompt, P);
+  double worst = 0.0, largest = 0.0;
+  bool differs = false;
+  for (int t = P; t < T; ++t) {
+    std::vector<int> next;
+    for (int b = 0; b < B; ++b) next.push_back(tokens[static_cast<std::size_t>(b * T + t)]);
+    const auto want = nn::forward_cached(model, ref, next, 1).values();
+    const auto got = nn::forward_cached(model, cache, next, 1).values();
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      worst = std::max(worst, std::fabs(static_cast<double>(got[i]) - want[i]));
+      largest = std::max(largest, std::fabs(static_cast<double>(want[i])));
+      differs = differs || got[i] != want[i];
+    }
+  }
+  const double u = std::is_same_v<E, bf16> ? 0x1p-8 : 0x1p-11;
+  EXPECT_TRUE(differs) << "a " << dtype_name(Element<E>::dtype) << " cache gave the f32 cache's logits bit for bit";
+  EXPECT_LT(worst, 16 * u * largest) << dtype_name(Element<E>::dtype);
+  std::cout << "[ measured ] " << dtype_name(Element<E>::dtype) << " KV cache: largest logit change "
+            << worst / (u * largest) << " u of the largest logit\n";
+  EXPECT_THROW(nn::make_kv_cache(model, B, T, DType::q8_0), InputError);
+}
+
+TEST(Inference, Bf16KvCacheIsReadAsBf16) { check_kv_cache_type<bf16>(); }
+TEST(Inference, F16KvCacheIsReadAsF16) { check_kv_cache_type<f16>(); }
+
 // A width that is not whole blocks of 32 cannot be stored as q8_0 or q4_0: the first weight's conversion refuses
 // in one line (ptk generate exits 2 with it).
 TEST(Inference, StoredWeightsNeedWholeBlocks) {

@@ -134,6 +134,9 @@ TEST(MemoryEstimate, InferenceByHand) {
   gqa.kv_heads = 8;
   EXPECT_EQ(ptk::nn::estimate_inference_memory(mha).kv_cache_bytes, 4LL << 30);
   EXPECT_EQ(ptk::nn::estimate_inference_memory(gqa).kv_cache_bytes, 1LL << 30);
+  // A 16-bit cache holds half the bytes.
+  EXPECT_EQ(ptk::nn::estimate_inference_memory(gqa, ptk::DType::bf16).kv_cache_bytes, 1LL << 29);
+  EXPECT_EQ(ptk::nn::estimate_inference_memory(gqa, ptk::DType::f16).kv_cache_bytes, 1LL << 29);
   EXPECT_EQ(ptk::nn::estimate_inference_memory(gqa).parameter_bytes, 4 * ptk::nn::llama_parameters(gqa));
 }
 

@@ -25,7 +25,7 @@ namespace ptk::tools {
 namespace {
 
 struct Options {
-  std::string load, prompt, prompt_file, device = "default", dtype = "f32";
+  std::string load, prompt, prompt_file, device = "default", dtype = "f32", kv_dtype = "f32";
   int n = 256;
   float temperature = 1.0f, top_p = 1.0f;
   int top_k = 0;
@@ -89,7 +89,12 @@ int generate_command(const Args& args) {
       ->capture_default_str()->check(CLI::IsMember({"host", "default"}));
   app.add_option("--dtype", o.dtype, "the linear layers' weights stored as f32, bf16, f16, q8_0 or q4_0 (converted at load)")
       ->capture_default_str()->check(CLI::IsMember({"f32", "bf16", "f16", "q8_0", "q4_0"}));
+  app.add_option("--kv-dtype", o.kv_dtype, "the KV cache's keys and values stored as f32, bf16 or f16")
+      ->capture_default_str()->check(CLI::IsMember({"f32", "bf16", "f16"}));
   if (parse_command_line(app, args, "generate")) return 0;
+  DType dtype = DType::f32, kv_dtype = DType::f32;
+  parse_dtype(o.dtype, dtype);  // names CLI11 checked
+  parse_dtype(o.kv_dtype, kv_dtype);
 
   const ag::Device device = ag::parse_device(o.device);
   const nn::Checkpoint checkpoint = nn::load_checkpoint(o.load, /*with_training_state=*/false);
@@ -113,7 +118,8 @@ int generate_command(const Args& args) {
                      std::to_string(config.block_size) + " (at most -n " + std::to_string(room) + ")"};
   const auto need = nn::estimate_inference_memory({config.n_layer, config.n_head, config.n_embd, std::max(P, P + o.n - 1),
                                                    config.vocab_size, 1, config.arch, nn::kv_heads(config),
-                                                   nn::mlp_hidden(config)});
+                                                   nn::mlp_hidden(config)},
+                                                  kv_dtype);
   refuse_unless_fits("generate", static_cast<double>(need.total_bytes()),
                      "weights " + human_bytes(static_cast<double>(need.parameter_bytes)) + ", KV cache " +
                          human_bytes(static_cast<double>(need.kv_cache_bytes)) + ", workspace " +
@@ -122,13 +128,12 @@ int generate_command(const Args& args) {
 
   nn::Decoder model(config, device, 0);
   nn::assign_parameters(model, checkpoint);
-  DType dtype = DType::f32;
-  parse_dtype(o.dtype, dtype);  // one of the names CLI11 checked
   model.store_weights_as(dtype);
   nn::GenerateOptions options;
   options.new_tokens = o.n;
   options.sampling = {o.temperature, o.top_k, o.top_p};
   options.seed = o.seed;
+  options.kv_dtype = kv_dtype;
   const SampleStream stream(isatty(STDOUT_FILENO) != 0);
   for (unsigned char c : text) stream(c);
   check_stdout("generate");

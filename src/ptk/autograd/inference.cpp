@@ -30,6 +30,20 @@ void check_same_device(const char* op, const Var& a, const char* a_name, const V
             b.shape(), " is on ", describe(b.device()));
 }
 
+// f(k, v) with the caches' tensors of their element type: f32, bf16 or f16.
+template <class S, class F>
+void with_caches(const Var& k_cache, const Var& v_cache, F&& f) {
+  const DType t = k_cache.dtype();
+  require(v_cache.dtype() == t, "cached_attention: the K cache is ", dtype_name(t), " but the V cache ",
+          dtype_name(v_cache.dtype()));
+  switch (t) {
+    case DType::f32: return f(stored_of<S, float>(k_cache), stored_of<S, float>(v_cache));
+    case DType::bf16: return f(stored_of<S, bf16>(k_cache), stored_of<S, bf16>(v_cache));
+    case DType::f16: return f(stored_of<S, f16>(k_cache), stored_of<S, f16>(v_cache));
+    default: require(false, "cached_attention: a KV cache is f32, bf16 or f16, not ", dtype_name(t));
+  }
+}
+
 }  // namespace
 
 Var cached_attention(HeadColumns q, HeadColumns k, HeadColumns v, const HeadLayout& layout, const Var& k_cache,
@@ -53,8 +67,9 @@ Var cached_attention(HeadColumns q, HeadColumns k, HeadColumns v, const HeadLayo
   // The new tokens' keys and values into the cache (ops::kv_cache_append checks k and v's rows against it).
   on_device(k_cache.device(), [&](auto tag) {
     using S = typename decltype(tag)::type;
-    ops::kv_cache_append(data_of<S>(k_cache), data_of<S>(v_cache), data_of<S>(k.rows), k.offset, data_of<S>(v.rows),
-                         v.offset, pos);
+    with_caches<S>(k_cache, v_cache, [&](const auto& kc, const auto& vc) {
+      ops::kv_cache_append(kc, vc, data_of<S>(k.rows), k.offset, data_of<S>(v.rows), v.offset, pos);
+    });
   });
   // Prefill: nothing before the new tokens, so they attend only each other: flash attention on their own rows.
   if (pos == 0 && Tn > 1) return causal_attention(q, k, v, layout);
@@ -69,10 +84,12 @@ Var cached_attention(HeadColumns q, HeadColumns k, HeadColumns v, const HeadLayo
     const int b = static_cast<int>(B), tn = static_cast<int>(Tn), h = static_cast<int>(H), d = static_cast<int>(D);
     auto y = Tensor<S>::uninitialized({B, Tn, H * D}, "ptk::cached_attention");
     auto lse = Tensor<S>::uninitialized({B, H, Tn}, "ptk::decode_attention_lse");
-    ops::detail::decode_attention_heads<S, Tune>(
-        kernels::heads_of<S>(y.data(), b, tn, h * d, 0, h, d), lse,
-        kernels::heads_of<S>(q_rows.data(), b, tn, static_cast<int>(q_rows.dim(2)), q.offset, h, d), data_of<S>(k_cache),
-        data_of<S>(v_cache), pos + Tn, std::nullopt, 0);
+    with_caches<S>(k_cache, v_cache, [&](const auto& kc, const auto& vc) {
+      ops::detail::decode_attention_heads<S, Tune>(
+          kernels::heads_of<S>(y.data(), b, tn, h * d, 0, h, d), lse,
+          kernels::heads_of<S>(q_rows.data(), b, tn, static_cast<int>(q_rows.dim(2)), q.offset, h, d), kc, vc,
+          pos + Tn, std::nullopt, 0);
+    });
     return wrap<S>(y, device);
   });
 }

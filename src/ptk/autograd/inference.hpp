@@ -14,7 +14,8 @@ namespace ptk::ag {
 // 0 … pos + Tn − 1, causally (query t sees the keys up to its own position); query head h reads kv head
 // h / (heads / kv_heads). Returns [B, Tn, heads·D]. A first call (pos = 0) with several tokens is a prefill: it
 // runs causal_attention over the new tokens (flash); every other call runs the split-KV decode attention over the
-// cache, where a group's query heads share each read of a key.
+// cache, where a group's query heads share each read of a key. The caches are f32, or bf16 or f16 (Var::store_as):
+// the new keys and values are rounded into them, and a prefill's own attention still sees them unrounded.
 Var cached_attention(HeadColumns q, HeadColumns k, HeadColumns v, const HeadLayout& layout, const Var& k_cache,
                      const Var& v_cache, int pos);
 

@@ -66,6 +66,13 @@ struct Stored {
   Tensor<S, f16> as_f16;
   Tensor<S, q8_0> as_q8_0;
   Tensor<S, q4_0> as_q4_0;
+  template <class E>
+  Tensor<S, E>& get() {
+    if constexpr (std::is_same_v<E, bf16>) return as_bf16;
+    else if constexpr (std::is_same_v<E, f16>) return as_f16;
+    else if constexpr (std::is_same_v<E, q8_0>) return as_q8_0;
+    else return as_q4_0;
+  }
 };
 
 struct Node {
@@ -110,6 +117,15 @@ decltype(auto) with_stored(const Var& v, F&& f) {
     case DType::q8_0: return f(st.as_q8_0);
     default: return f(st.as_q4_0);
   }
+}
+
+// The Tensor<S, E> of a Var whose dtype is E's (f32: its data).
+template <class S, class E>
+Tensor<S, E>& stored_of(const Var& v) {
+  require(v.impl().dtype == Element<E>::dtype, "a Var stored as ", dtype_name(v.impl().dtype), " read as ",
+          dtype_name(Element<E>::dtype));
+  if constexpr (std::is_same_v<E, float>) return v.impl().data.get<S>();
+  else return v.impl().stored.get<S>().template get<E>();
 }
 
 // The gradient of v, allocated (zero) when it is first needed. A leaf's (a parameter's) lives across

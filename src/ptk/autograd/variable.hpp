@@ -16,11 +16,11 @@
 #include <string>
 #include <vector>
 
+#include "ptk/core/dtype_name.hpp"
 #include "ptk/core/error.hpp"
 
 namespace ptk {
 class ReuseBuffers;
-enum class DType;  // core/dtype.hpp
 }
 
 namespace ptk::ag {

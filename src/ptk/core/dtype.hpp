@@ -6,12 +6,11 @@
 #include <string>
 #include <type_traits>
 
+#include "ptk/core/dtype_name.hpp"
 #include "ptk/core/half.hpp"
 #include "ptk/core/quant.hpp"
 
 namespace ptk {
-
-enum class DType { f32, bf16, f16, q8_0, q4_0 };
 
 template <class E>
 struct Element;
@@ -44,6 +43,15 @@ struct Element<q4_0> {
 template <class E>
 inline constexpr bool is_quantized_v = Element<E>::block > 1;
 
+// x rounded to a one-value type (f32, bf16, f16) to nearest even: what a kernel writes into a 16-bit output.
+template <class E>
+KOKKOS_INLINE_FUNCTION E round_to(float x) {
+  static_assert(Element<E>::block == 1, "a block type is written a block at a time (quantize_block)");
+  if constexpr (std::is_same_v<E, float>) return x;
+  else if constexpr (std::is_same_v<E, bf16>) return to_bf16(x);
+  else return to_f16(x);
+}
+
 // An item whose values are all NaN: what a debug build fills an unwritten output with.
 template <class E>
 KOKKOS_INLINE_FUNCTION E nan_item() {
@@ -58,27 +66,6 @@ KOKKOS_INLINE_FUNCTION E nan_item() {
     b.d = f16{0x7e00};
     return b;
   }
-}
-
-inline const char* dtype_name(DType t) {
-  switch (t) {
-    case DType::f32: return "f32";
-    case DType::bf16: return "bf16";
-    case DType::f16: return "f16";
-    case DType::q8_0: return "q8_0";
-    case DType::q4_0: return "q4_0";
-  }
-  return "?";
-}
-
-// The DType a contract name names; false for any other text.
-inline bool parse_dtype(const std::string& name, DType& out) {
-  for (DType t : {DType::f32, DType::bf16, DType::f16, DType::q8_0, DType::q4_0})
-    if (name == dtype_name(t)) {
-      out = t;
-      return true;
-    }
-  return false;
 }
 
 // Bytes of n values of a dtype (n a multiple of the block for q8_0 and q4_0).

@@ -39,6 +39,10 @@ template <class Space, class E = float>
 using MatrixOf = Kokkos::View<E**, Kokkos::LayoutRight, Space>;
 template <class Space, class E = float>
 using ConstMatrixOf = Kokkos::View<const E**, Kokkos::LayoutRight, Space>;
+template <class Space, class E = float>
+using Tensor4Of = Kokkos::View<E****, Kokkos::LayoutRight, Space>;
+template <class Space, class E = float>
+using ConstTensor4Of = Kokkos::View<const E****, Kokkos::LayoutRight, Space>;
 // Token ids and class targets.
 template <class Space>
 using IndexVector = Kokkos::View<int*, Kokkos::LayoutRight, Space>;

@@ -17,8 +17,7 @@ namespace ptk::kernels {
 // Item i of y from x's values [i·B, (i + 1)·B): one value rounded, or one block quantized.
 template <class E>
 KOKKOS_INLINE_FUNCTION E stored_item(const float* x) {
-  if constexpr (std::is_same_v<E, bf16>) return to_bf16(*x);
-  else if constexpr (std::is_same_v<E, f16>) return to_f16(*x);
+  if constexpr (Element<E>::block == 1) return round_to<E>(*x);
   else return quantize_block<E>(x);
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 // decode_attention: out[b,h,i] = Σ_{j <= p_i} softmax_j(scale · q[b,h,i]·K[b,g,j]) V[b,g,j], lse[b,h,i] its log-sum-exp,
 //   for q[B,Hq,Tq,D] at positions p_i = L - Tq + i against a cache K, V [B,Hkv,Tmax,D] filled to L; g = h / (Hq/Hkv).
+//   The cache's element type E is f32, bf16 or f16 (a 16-bit KV cache); its values are read as float (load.hpp).
 #include <Kokkos_Core.hpp>
 
 #include "ptk/core/compat.hpp"
@@ -8,6 +9,7 @@
 #include "ptk/core/tensor.hpp"
 #include "ptk/kernels/detail/compensated.hpp"
 #include "ptk/kernels/detail/fast_exp.hpp"
+#include "ptk/kernels/detail/load.hpp"
 #include "ptk/kernels/detail/scratch.hpp"
 #include "ptk/kernels/tuning.hpp"
 
@@ -54,7 +56,7 @@ struct DecodeAttentionShape {
   KOKKOS_INLINE_FUNCTION int row(int b, int h, int i) const { return (b * Hq + h) * Tq + i; }
 };
 
-template <class Space, class Tune = Tuning<Space>>
+template <class Space, class Tune = Tuning<Space>, class E = float>
 struct DecodeAttentionPartial {
   using Tiles = typename Tune::decode_attention;
   static constexpr int RB = Tiles::query_rows;  // query rows a team holds at once
@@ -66,7 +68,7 @@ struct DecodeAttentionPartial {
   Matrix<Space> part_max, part_sum;  // [rows, splits]
   Tensor3<Space> part_acc;           // [rows, splits, D]
   ConstHeads<Space> q;               // [B,Hq,Tq,D], any strides (the heads of a projection's rows)
-  ConstTensor4<Space> k, v;          // [B,Hkv,Tmax,D]
+  ConstTensor4Of<Space, E> k, v;     // [B,Hkv,Tmax,D]
   float scale;
   DecodeAttentionShape s;
   Heads<Space> out;  // written here when there is one chunk (splits == 1)
@@ -111,15 +113,31 @@ struct DecodeAttentionPartial {
   }
 
   // Σ_d a[d]·b[d] in kLanes partial sums, then a pairwise sum: a host thread's vectorized dot (a single running
-  // sum is a chain of dependent adds the compiler may not reorder).
+  // sum is a chain of dependent adds the compiler may not reorder). b's kLanes values come through load_lanes
+  // (one vector conversion for f16 where the host has it).
   static constexpr int kLanes = 16;
-  KOKKOS_INLINE_FUNCTION static float lane_dot(const float* a, const float* b, int D) {
+  KOKKOS_INLINE_FUNCTION static float lane_dot(const float* a, const E* b, int D) {
     float part[kLanes] = {};
     const int full = D / kLanes * kLanes;
-    for (int d0 = 0; d0 < full; d0 += kLanes)
-      for (int l = 0; l < kLanes; ++l) part[l] += a[d0 + l] * b[d0 + l];
-    for (int d = full; d < D; ++d) part[d - full] += a[d] * b[d];
+    for (int d0 = 0; d0 < full; d0 += kLanes) {
+      float bl[kLanes];
+      load_lanes<kLanes, 1>(b, d0, 0, bl);
+      for (int l = 0; l < kLanes; ++l) part[l] += a[d0 + l] * bl[l];
+    }
+    for (int d = full; d < D; ++d) part[d - full] += a[d] * load(b, d);
     return tree_sum(part);
+  }
+
+  // acc[d] += p·b[d] for d < D, b's values kLanes at a time as in lane_dot.
+  KOKKOS_INLINE_FUNCTION static void lane_axpy(float* acc, float p, const E* b, int D) {
+    const int full = D / kLanes * kLanes;
+    for (int d0 = 0; d0 < full; d0 += kLanes) {
+      float bl[kLanes];
+      load_lanes<kLanes, 1>(b, d0, 0, bl);
+      PTK_SIMD_LOOP
+      for (int l = 0; l < kLanes; ++l) acc[d0 + l] += p * bl[l];
+    }
+    for (int d = full; d < D; ++d) acc[d] += p * load(b, d);
   }
 
   // Row r of the group is query head g·G + r / Tq, token r % Tq.
@@ -135,7 +153,7 @@ struct DecodeAttentionPartial {
   KOKKOS_INLINE_FUNCTION void score_keys(const Team& team, const Scratch& sc, int b, int g, int r0, int rows, int j0,
                                          int n) const {
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, n), [&](int j) {
-      const float* kj = &k(b, g, j0 + j, 0);
+      const E* kj = &k(b, g, j0 + j, 0);
       for (int r = 0; r < rows; ++r) {
         if (j >= attended((r0 + r) % s.Tq, j0, n)) continue;
         const float* qr = &sc.Qs(r, 0);
@@ -144,7 +162,7 @@ struct DecodeAttentionPartial {
           dot = lane_dot(qr, kj, s.D);
         } else {
           Kokkos::parallel_reduce(Kokkos::ThreadVectorRange(team, s.D),
-                                  [&](int d, float& acc) { acc += qr[d] * kj[d]; }, dot);
+                                  [&](int d, float& acc) { acc += qr[d] * load(kj, d); }, dot);
         }
         Kokkos::single(Kokkos::PerThread(team), [&]() { sc.Ps(r, j) = dot; });
       }
@@ -186,12 +204,11 @@ struct DecodeAttentionPartial {
       Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, s.D), [&](int d) { acc[d] = 0.0f; });
       for (int j = 0; j < a; ++j) {
         const float pj = p[j];
-        const float* vj = &v(b, g, j0 + j, 0);
+        const E* vj = &v(b, g, j0 + j, 0);
         if constexpr (Tiles::vector_length == 1) {
-          PTK_SIMD_LOOP
-          for (int d = 0; d < s.D; ++d) acc[d] += pj * vj[d];
+          lane_axpy(acc, pj, vj, s.D);
         } else {
-          Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, s.D), [&](int d) { acc[d] += pj * vj[d]; });
+          Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, s.D), [&](int d) { acc[d] += pj * load(vj, d); });
         }
       }
       Kokkos::single(Kokkos::PerThread(team), [&]() {
@@ -260,12 +277,12 @@ DecodeAttentionShape decode_attention_shape(int B, int Hq, int Hkv, int Tq, int 
 // out [B,Hq,Tq,D] and lse [B·Hq·Tq] from q [B,Hq,Tq,D] against the first s.length positions of the cache k, v
 // [B,Hkv,Tmax,D]; part_* are the caller's workspaces: max and sum [rows, splits], acc [rows, splits, D]. q and out
 // may be strided views (heads_of: a projection's rows read and written in place, no split or merge copies).
-template <class Space, class Tune = Tuning<Space>>
+template <class Space, class Tune = Tuning<Space>, class E = float>
 void decode_attention(const Heads<Space>& out, const Vector<Space>& lse, const ConstHeads<Space>& q,
-                      const ConstTensor4<Space>& k, const ConstTensor4<Space>& v, float scale,
+                      const ConstTensor4Of<Space, E>& k, const ConstTensor4Of<Space, E>& v, float scale,
                       const DecodeAttentionShape& s, const Matrix<Space>& part_max, const Matrix<Space>& part_sum,
                       const Tensor3<Space>& part_acc) {
-  using Kernel = DecodeAttentionPartial<Space, Tune>;
+  using Kernel = DecodeAttentionPartial<Space, Tune, E>;
   using Tiles = typename Tune::decode_attention;
   const std::size_t bytes = scratch_bytes<Kernel>(s.D, s.chunk);
   typename Kernel::Policy policy(s.B * s.Hkv * s.splits, Tiles::team_size, Tiles::vector_length);
@@ -282,8 +299,13 @@ void decode_attention(const Heads<Space>& out, const Vector<Space>& lse, const C
 
 // Explicit instantiations (instances.hpp): compiled once, in src/ptk/kernels/inst/, for every space and tuning the
 // build has; declared extern here so that no other translation unit compiles these kernels again.
-#define PTK_DECODE_ATTENTION_TUNED_INSTANCES(EXT, Space, Tune) \
-  EXT template void decode_attention<Space, Tune>(const Heads<Space>& out, const Vector<Space>& lse, const ConstHeads<Space>& q, const ConstTensor4<Space>& k, const ConstTensor4<Space>& v, float scale, const DecodeAttentionShape& s, const Matrix<Space>& part_max, const Matrix<Space>& part_sum, const Tensor3<Space>& part_acc);
+// The cache's element types: f32, bf16, f16.
+#define PTK_DECODE_ATTENTION_ELEMENT_INSTANCE(EXT, Space, Tune, E) \
+  EXT template void decode_attention<Space, Tune, E>(const Heads<Space>& out, const Vector<Space>& lse, const ConstHeads<Space>& q, const ConstTensor4Of<Space, E>& k, const ConstTensor4Of<Space, E>& v, float scale, const DecodeAttentionShape& s, const Matrix<Space>& part_max, const Matrix<Space>& part_sum, const Tensor3<Space>& part_acc);
+#define PTK_DECODE_ATTENTION_TUNED_INSTANCES(EXT, Space, Tune)           \
+  PTK_DECODE_ATTENTION_ELEMENT_INSTANCE(EXT, Space, Tune, float)       \
+  PTK_DECODE_ATTENTION_ELEMENT_INSTANCE(EXT, Space, Tune, ::ptk::bf16) \
+  PTK_DECODE_ATTENTION_ELEMENT_INSTANCE(EXT, Space, Tune, ::ptk::f16)
 namespace ptk::kernels {
 PTK_FOR_EACH_CONFIG(PTK_DECODE_ATTENTION_TUNED_INSTANCES, extern)
 }  // namespace ptk::kernels

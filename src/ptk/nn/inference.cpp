@@ -6,11 +6,13 @@
 
 namespace ptk::nn {
 
-KvCache make_kv_cache(const Decoder& model, int batch, int capacity) {
+KvCache make_kv_cache(const Decoder& model, int batch, int capacity, DType dtype) {
   const DecoderConfig& c = model.config();
   require(batch > 0, "kv cache: batch must be positive, got ", batch);
   require(capacity > 0 && capacity <= c.block_size, "kv cache: capacity ", capacity, " must be in [1, block_size = ",
           c.block_size, "]");
+  require(dtype == DType::f32 || dtype == DType::bf16 || dtype == DType::f16, "kv cache: the cache stores f32, bf16 or "
+          "f16, not ", dtype_name(dtype));
   KvCache cache;
   cache.batch = batch;
   cache.capacity = capacity;
@@ -18,6 +20,8 @@ KvCache make_kv_cache(const Decoder& model, int batch, int capacity) {
   for (int i = 0; i < c.n_layer; ++i) {
     cache.k.push_back(ag::Var::zeros(shape, model.device()));
     cache.v.push_back(ag::Var::zeros(shape, model.device()));
+    cache.k.back().store_as(dtype);
+    cache.v.back().store_as(dtype);
   }
   return cache;
 }
@@ -74,7 +78,7 @@ GenerateStats generate(const Decoder& model, const std::vector<int>& prompts, in
   ag::ReuseBuffers reuse;
   // Without a slide the cache holds exactly the positions that are run: the prompt and every new token but the last.
   const int capacity = options.slide ? c.block_size : std::max(1, std::min(c.block_size, P + options.new_tokens - 1));
-  KvCache cache = make_kv_cache(model, batch, std::max(capacity, std::min(P, c.block_size)));
+  KvCache cache = make_kv_cache(model, batch, std::max(capacity, std::min(P, c.block_size)), options.kv_dtype);
   ag::TokenSampler sample;
   std::mt19937_64 rng(options.seed);
   std::vector<float> u(static_cast<std::size_t>(batch));

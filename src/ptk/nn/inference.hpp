@@ -10,15 +10,17 @@
 
 namespace ptk::nn {
 
-// Per layer, the keys and values of the positions seen so far: [batch, kv heads, capacity, head dim].
+// Per layer, the keys and values of the positions seen so far: [batch, kv heads, capacity, head dim], stored as
+// f32, bf16 or f16 (a 16-bit cache halves its memory and the bytes a decode step reads from it).
 struct KvCache {
   std::vector<ag::Var> k, v;
   int batch = 0, capacity = 0;
   int length = 0;  // positions filled (the same for every sequence of the batch)
 };
 
-// capacity: at most the model's block_size (its position table / rope range); a ptk::Error otherwise.
-KvCache make_kv_cache(const Decoder& model, int batch, int capacity);
+// capacity: at most the model's block_size (its position table / rope range); dtype f32, bf16 or f16. A ptk::Error
+// otherwise.
+KvCache make_kv_cache(const Decoder& model, int batch, int capacity, DType dtype = DType::f32);
 
 // The decoder's attention over a KV cache (Decoder::forward's strategy for generation): each layer appends the new
 // tokens' keys and values at cache.length and attends over the cache (ag::cached_attention); the residual stream
@@ -48,6 +50,7 @@ struct GenerateOptions {
   // At a full cache: false, a ptk::Error before any work (the context must fit block_size); true, the
   // sequence's last half block is run again as a new prompt and generation goes on (train --sample).
   bool slide = false;
+  DType kv_dtype = DType::f32;  // the KV cache's element type: f32, bf16 or f16
 };
 
 struct GenerateStats {

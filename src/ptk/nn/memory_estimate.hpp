@@ -33,6 +33,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "ptk/core/dtype_name.hpp"
 #include "ptk/nn/arch.hpp"
 
 namespace ptk::nn {
@@ -128,12 +129,15 @@ namespace ptk::nn {
 
 // Memory to generate with a KV cache (nn/inference.hpp) at batch B = m.batch and context T = m.context:
 //     weights            P floats (as above, for the shape's arch);
-//     KV cache           2·L·B·T·K floats, K = kv_heads·D (GPT-2: every head keeps its keys, K = C);
+//     KV cache           2·L·B·T·K values of the cache's type (f32; bf16 and f16 half the bytes), K = kv_heads·D
+//                        (GPT-2: every head keeps its keys, K = C);
 //     workspace          a full-context prefill's live tensors: without a graph each layer's are released (into
 //                        the reuse cache, which hands them to the next layer) before the next layer runs, so one
 //                        layer's activations and the embeddings at B·T positions, and the logits of the last
 //                        position only: the activations above for L = 1 with 2·B·V in place of 2·B·T·V (an upper
 //                        bound: within a layer not all of them are alive at once; a decode step needs 1/T of it).
+// The weights count as f32 whatever ptk generate --dtype stores them as: they are loaded as f32 and converted one
+// tensor at a time, so the peak holds the f32 weights.
 struct InferenceEstimate {
   std::int64_t parameter_bytes = 0, kv_cache_bytes = 0, workspace_bytes = 0;
   std::int64_t total_bytes() const {
@@ -141,15 +145,16 @@ struct InferenceEstimate {
   }
 };
 
-constexpr InferenceEstimate estimate_inference_memory(const ModelShape& m) {
+constexpr InferenceEstimate estimate_inference_memory(const ModelShape& m, DType kv_dtype = DType::f32) {
   constexpr double f = sizeof(float);
+  const double kv_bytes = kv_dtype == DType::f32 ? 4.0 : 2.0;  // a cache is f32, bf16 or f16
   const double L = m.layers, B = m.batch, T = m.context;
   const double K = m.arch == Arch::llama ? llama_kv_width(m) : static_cast<double>(m.channels);
   // One layer, the last position's logits: in double, never from a saturated count (no difference of huge values).
   const double workspace = m.arch == Arch::llama ? llama_activation_count(m, 1, 1) : gpt2_activation_count(m, 1, 1);
   InferenceEstimate e;
   e.parameter_bytes = estimate_training_memory(m).parameter_bytes;
-  e.kv_cache_bytes = MemoryEstimate::saturate(f * 2 * L * B * T * K);
+  e.kv_cache_bytes = MemoryEstimate::saturate(kv_bytes * 2 * L * B * T * K);
   e.workspace_bytes = MemoryEstimate::saturate(f * workspace);
   return e;
 }

@@ -3,9 +3,11 @@
 // [B,Hkv,Tmax,D] whose first L positions are filled (the new tokens' keys included): query i attends
 // keys 0 … L − Tq + i (causal), query head h the kv head h / (Hq/Hkv) (grouped-query attention; Hkv = Hq is
 // multi-head attention). scale defaults to 1/sqrt(D). Also returns lse[B,Hq,Tq] as ops::attention does.
-// Positions L … Tmax − 1 of the cache are never read.
+// Positions L … Tmax − 1 of the cache are never read. The cache is f32, bf16 or f16 (Tensor<Space, E>): a 16-bit
+// cache halves the bytes a step reads; its values are read as float, the arithmetic is fp32.
 // kv_cache_append: writes the heads of the new tokens' keys and values, projection rows [B,Tn,W] (columns offset …
-// offset + Hkv·D of each), into positions pos … pos + Tn − 1 of the caches [B,Hkv,Tmax,D].
+// offset + Hkv·D of each), into positions pos … pos + Tn − 1 of the caches [B,Hkv,Tmax,D], rounded to the caches'
+// type to nearest even (a value beyond f16's range becomes inf there, and the attention's output NaN).
 #include <cmath>
 #include <optional>
 
@@ -17,8 +19,9 @@
 namespace ptk::ops {
 
 namespace detail {
-template <class Space>
-void check_cache(const char* op, const Tensor<Space>& k_cache, const Tensor<Space>& v_cache) {
+template <class Space, class E>
+void check_cache(const char* op, const Tensor<Space, E>& k_cache, const Tensor<Space, E>& v_cache) {
+  static_assert(Element<E>::block == 1, "a KV cache is f32, bf16 or f16");
   check_tensor(op, "K cache", k_cache, 4, 4);
   check_tensor(op, "V cache", v_cache, 4, 4);
   require(k_cache.shape() == v_cache.shape(), op, ": the K cache ", k_cache.shape(), " and the V cache ",
@@ -28,10 +31,10 @@ void check_cache(const char* op, const Tensor<Space>& k_cache, const Tensor<Spac
 
 namespace detail {
 // decode_attention over heads views (q may be the heads of a projection's rows; out is written in place).
-template <class Space, class Tune = kernels::Tuning<Space>>
+template <class Space, class Tune = kernels::Tuning<Space>, class E = float>
 void decode_attention_heads(const kernels::Heads<Space>& out, const Tensor<Space>& lse,
-                            const kernels::ConstHeads<Space>& q, const Tensor<Space>& k_cache,
-                            const Tensor<Space>& v_cache, std::int64_t length, std::optional<float> scale, int splits) {
+                            const kernels::ConstHeads<Space>& q, const Tensor<Space, E>& k_cache,
+                            const Tensor<Space, E>& v_cache, std::int64_t length, std::optional<float> scale, int splits) {
   const char* op = "decode_attention";
   check_cache(op, k_cache, v_cache);
   const auto B = static_cast<std::int64_t>(q.extent(0)), Hq = static_cast<std::int64_t>(q.extent(1)),
@@ -53,8 +56,10 @@ void decode_attention_heads(const kernels::Heads<Space>& out, const Tensor<Space
   auto part_max = Tensor<Space>::uninitialized({rows, s.splits}, "ptk::decode_attention_max");
   auto part_sum = Tensor<Space>::uninitialized({rows, s.splits}, "ptk::decode_attention_sum");
   auto part_acc = Tensor<Space>::uninitialized({rows, s.splits, D}, "ptk::decode_attention_acc");
-  const auto as4 = [](const Tensor<Space>& t) { return Tensor4<Space>(t.data(), t.dim(0), t.dim(1), t.dim(2), t.dim(3)); };
-  kernels::decode_attention<Space, Tune>(out, lse.flat(), q, as4(k_cache), as4(v_cache),
+  const auto as4 = [](const Tensor<Space, E>& t) {
+    return Tensor4Of<Space, E>(t.data(), t.dim(0), t.dim(1), t.dim(2), t.dim(3));
+  };
+  kernels::decode_attention<Space, Tune, E>(out, lse.flat(), q, as4(k_cache), as4(v_cache),
                                    scale.value_or(1.0f / std::sqrt(static_cast<float>(D))), s,
                                    Matrix<Space>(part_max.data(), rows, s.splits),
                                    Matrix<Space>(part_sum.data(), rows, s.splits),
@@ -64,22 +69,22 @@ void decode_attention_heads(const kernels::Heads<Space>& out, const Tensor<Space
 
 // splits: how many key chunks are reduced in parallel and merged (0: chosen from the shape and the space's
 // concurrency, kernels::decode_attention_shape). Any value gives the same result up to rounding.
-template <class Space, class Tune = kernels::Tuning<Space>>
-AttentionOutputs<Space> decode_attention(const Tensor<Space>& q, const Tensor<Space>& k_cache,
-                                         const Tensor<Space>& v_cache, std::int64_t length,
+template <class Space, class Tune = kernels::Tuning<Space>, class E = float>
+AttentionOutputs<Space> decode_attention(const Tensor<Space>& q, const Tensor<Space, E>& k_cache,
+                                         const Tensor<Space, E>& v_cache, std::int64_t length,
                                          std::optional<float> scale = std::nullopt, int splits = 0) {
   check_tensor("decode_attention", "Q", q, 4, 4);
   detail::check_cache("decode_attention", k_cache, v_cache);
   AttentionOutputs<Space> r{Tensor<Space>::uninitialized(q.shape(), "ptk::decode_attention"),
                             Tensor<Space>::uninitialized({q.dim(0), q.dim(1), q.dim(2)}, "ptk::decode_attention_lse")};
   const auto as4 = [](const Tensor<Space>& t) { return Tensor4<Space>(t.data(), t.dim(0), t.dim(1), t.dim(2), t.dim(3)); };
-  detail::decode_attention_heads<Space, Tune>(kernels::heads_of(as4(r.out)), r.lse, kernels::heads_of(as4(q)), k_cache, v_cache,
+  detail::decode_attention_heads<Space, Tune, E>(kernels::heads_of(as4(r.out)), r.lse, kernels::heads_of(as4(q)), k_cache, v_cache,
                                         length, scale, splits);
   return r;
 }
 
-template <class Space>
-void kv_cache_append(const Tensor<Space>& k_cache, const Tensor<Space>& v_cache, const Tensor<Space>& k_rows,
+template <class Space, class E = float>
+void kv_cache_append(const Tensor<Space, E>& k_cache, const Tensor<Space, E>& v_cache, const Tensor<Space>& k_rows,
                      std::int64_t k_offset, const Tensor<Space>& v_rows, std::int64_t v_offset, std::int64_t pos) {
   const char* op = "kv_cache_append";
   detail::check_cache(op, k_cache, v_cache);
@@ -98,9 +103,11 @@ void kv_cache_append(const Tensor<Space>& k_cache, const Tensor<Space>& v_cache,
   require(pos >= 0 && pos + Tn <= Tmax, op, ": positions [", pos, ", ", pos + Tn, ") do not fit the cache's Tmax = ",
           Tmax, " (", shapes, ")");
   const auto as3 = [](const Tensor<Space>& t) { return Tensor3<Space>(t.data(), t.dim(0), t.dim(1), t.dim(2)); };
-  const auto as4 = [](const Tensor<Space>& t) { return Tensor4<Space>(t.data(), t.dim(0), t.dim(1), t.dim(2), t.dim(3)); };
-  kernels::split_heads<Space>(as4(k_cache), as3(k_rows), static_cast<int>(k_offset), static_cast<int>(pos));
-  kernels::split_heads<Space>(as4(v_cache), as3(v_rows), static_cast<int>(v_offset), static_cast<int>(pos));
+  const auto as4 = [](const Tensor<Space, E>& t) {
+    return Tensor4Of<Space, E>(t.data(), t.dim(0), t.dim(1), t.dim(2), t.dim(3));
+  };
+  kernels::split_heads<Space, E>(as4(k_cache), as3(k_rows), static_cast<int>(k_offset), static_cast<int>(pos));
+  kernels::split_heads<Space, E>(as4(v_cache), as3(v_rows), static_cast<int>(v_offset), static_cast<int>(pos));
 }
 
 }  // namespace ptk::ops
