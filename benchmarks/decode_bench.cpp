@@ -19,6 +19,30 @@ struct DecodeModel {
   nn::DecoderConfig config;
 };
 
+// The benchmark's setup: a model with its linear weights stored as `weights`, a cache of `kv` values, and the
+// step, which runs position ctx - 1 against ctx keys (each iteration rewrites the same position), then samples.
+std::function<std::function<void()>()> decode_step(const nn::DecoderConfig& c, int B, int ctx, DType weights, DType kv) {
+  return [=] {
+    auto model = std::make_shared<nn::Decoder>(c, ag::Device::device, 1);
+    model->store_weights_as(weights);
+    auto cache = std::make_shared<nn::KvCache>(nn::make_kv_cache(*model, B, ctx, kv));
+    auto sampler = std::make_shared<ag::TokenSampler>();
+    auto reuse = std::make_shared<ag::ReuseBuffers>();
+    const std::vector<int> next(static_cast<std::size_t>(B), 1);
+    const std::vector<float> u(static_cast<std::size_t>(B), 0.5f);
+    return std::function<void()>([=] {
+      ag::NoGrad no_grad;
+      cache->length = ctx - 1;
+      (*sampler)(nn::forward_cached(*model, *cache, next, 1), u, {});
+    });
+  };
+}
+
+// Bytes of a cache's keys and values up to ctx.
+double cache_bytes(const nn::DecoderConfig& c, int B, int ctx, DType kv) {
+  return 2.0 * c.n_layer * static_cast<double>(dtype_bytes(kv, static_cast<std::int64_t>(B) * ctx * (c.n_embd / c.n_head) * nn::kv_heads(c)));
+}
+
 }  // namespace
 
 // One step of a TinyLlama-shaped model (22 layers, 2048 wide, 32 heads, 4 kv heads, MLP 5632; 1.0 B parameters in
@@ -35,24 +59,28 @@ void register_decode_stored() {
   for (const int ctx : {128, 1024})
     for (DType t : {DType::f32, DType::bf16, DType::f16, DType::q8_0, DType::q4_0}) {
       const auto shape = "model=TinyLlama_L22_C2048,ctx=" + std::to_string(ctx) + ",B=1,dtype=" + dtype_name(t);
-      double bytes = 2.0 * sizeof(float) * c.n_layer * ctx * (c.n_embd / c.n_head) * nn::kv_heads(c);
+      double bytes = cache_bytes(c, 1, ctx, DType::f32);
       for (const auto& p : nn::parameter_shapes(c)) {
         const bool linear = p.second.size() == 2 && p.first.find("embed_tokens") == std::string::npos;
         bytes += static_cast<double>(linear ? dtype_bytes(t, element_count(p.second)) : 4 * element_count(p.second));
       }
-      add("decode", "ptk", shape, Rate::gbytes, bytes, [=] {
-        auto model = std::make_shared<nn::Decoder>(c, ag::Device::device, 1);
-        model->store_weights_as(t);
-        auto cache = std::make_shared<nn::KvCache>(nn::make_kv_cache(*model, 1, ctx));
-        auto sampler = std::make_shared<ag::TokenSampler>();
-        auto reuse = std::make_shared<ag::ReuseBuffers>();
-        return std::function<void()>([=] {
-          ag::NoGrad no_grad;
-          cache->length = ctx - 1;
-          (*sampler)(nn::forward_cached(*model, *cache, {1}, 1), {0.5f}, {});
-        });
-      });
+      add("decode", "ptk", shape, Rate::gbytes, bytes, decode_step(c, 1, ctx, t, DType::f32));
     }
+}
+
+// GPT-2 small's shape on bytes at batch 8 and context 1024, where the cache (604 MB in f32) outweighs the weights
+// (340 MB), with the cache stored as each type (ptk generate --kv-dtype): shape key kv=. Not in the quick sweep.
+void register_decode_kv() {
+  if (sweep().quick) return;
+  const nn::DecoderConfig c{12, 12, 768, 1024, 256};
+  const int B = 8, ctx = 1024;
+  double params = 0;
+  for (const auto& p : nn::parameter_shapes(c)) params += static_cast<double>(element_count(p.second));
+  for (DType kv : {DType::f32, DType::bf16, DType::f16}) {
+    const auto shape = "model=L12_H12_C768,ctx=" + std::to_string(ctx) + ",B=" + std::to_string(B) + ",kv=" + dtype_name(kv);
+    add("decode", "ptk", shape, Rate::gbytes, sizeof(float) * params + cache_bytes(c, B, ctx, kv),
+        decode_step(c, B, ctx, DType::f32, kv));
+  }
 }
 
 void register_decode() {
@@ -68,21 +96,10 @@ void register_decode() {
         double params = 0;
         for (const auto& p : nn::parameter_shapes(c)) params += static_cast<double>(element_count(p.second));
         const double bytes = sizeof(float) * (params + 2.0 * c.n_layer * B * ctx * c.n_embd);
-        add("decode", "ptk", shape, Rate::gbytes, bytes, [=] {
-          auto model = std::make_shared<nn::Decoder>(c, ag::Device::device, 1);
-          auto cache = std::make_shared<nn::KvCache>(nn::make_kv_cache(*model, B, ctx));
-          auto sampler = std::make_shared<ag::TokenSampler>();
-          auto reuse = std::make_shared<ag::ReuseBuffers>();
-          const std::vector<int> next(static_cast<std::size_t>(B), 1);
-          const std::vector<float> u(static_cast<std::size_t>(B), 0.5f);
-          return std::function<void()>([=] {
-            ag::NoGrad no_grad;
-            cache->length = ctx - 1;  // the step runs position ctx - 1 against ctx keys
-            (*sampler)(nn::forward_cached(*model, *cache, next, 1), u, {});
-          });
-        });
+        add("decode", "ptk", shape, Rate::gbytes, bytes, decode_step(c, B, ctx, DType::f32, DType::f32));
       }
   register_decode_stored();
+  register_decode_kv();
 }
 
 }  // namespace ptk::bench

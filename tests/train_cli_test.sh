@@ -65,6 +65,21 @@ if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
     fail "PyTorch reads the llama checkpoint as val loss $torch_loss, ptk printed $llama_trained"
   echo "ok: PyTorch reproduces the llama val loss $torch_loss from the checkpoint"
 fi
+# --eval-only --dtype: the val loss with the linear weights stored as bf16 (the table per dtype of a larger model
+# is in docs/benchmarks.md); within 1 % of f32's on this tiny model. Refused: --dtype without --eval-only or with
+# --save, and q8_0 on a 16-wide model.
+"$ptk" train --load "$dir/ll.safetensors" --eval-only --dtype bf16 --device host >"$dir/llbf16" 2>&1 ||
+  fail "llama --eval-only --dtype bf16: $(cat "$dir/llbf16")"
+grep -q "^dtype  the linear layers' weights stored as bf16" "$dir/llbf16" || fail "no dtype line: $(cat "$dir/llbf16")"
+bf16_loss=$(val_loss "$dir/llbf16")
+awk -v a="$bf16_loss" -v b="$llama_trained" 'BEGIN { d = (a - b) / b; exit !(d <= 0.01 && d >= -0.01) }' ||
+  fail "--dtype bf16 val loss $bf16_loss is not within 1 % of f32's $llama_trained"
+echo "ok: llama --eval-only --dtype bf16: val loss $bf16_loss (f32 $llama_trained)"
+expect_refusal "--dtype without --eval-only" "needs --eval-only" "$ptk" train --dtype bf16 --steps 1
+expect_refusal "--dtype with --save" "a checkpoint holds f32 weights" \
+  "$ptk" train --load "$dir/ll.safetensors" --eval-only --dtype f16 --save "$dir/x.safetensors"
+expect_refusal "--dtype q8_0 on a 16-wide model" "blocks of 32" \
+  "$ptk" train --load "$dir/ll.safetensors" --eval-only --dtype q8_0 --device host
 expect_refusal "kv heads not dividing heads" "n_head = 4 is not a multiple of kv_heads = 3" \
   "$ptk" train --arch llama --heads 4 --kv-heads 3 --steps 1
 expect_refusal "--kv-heads for gpt2" "--kv-heads is for --arch llama" "$ptk" train --kv-heads 2 --steps 1

@@ -35,14 +35,15 @@ const char* const kUsage = R"(usage:
   ptk train [--data FILE] [--steps N] [--batch B] [--block T] [--layers L] [--heads H] [--width C]
             [--arch gpt2|llama] [--kv-heads N]
             [--lr LR] [--seed S] [--save CKPT] [--save-every N] [--load CKPT] [--weights-only]
-            [--eval-every N] [--log FILE] [--eval-only] [--sample N] [--device host|default]
+            [--eval-every N] [--log FILE] [--eval-only [--dtype T]] [--sample N] [--device host|default]
             [--shard-optimizer] [--bucket-mb MB] [--overlap-comm]
                                              train a GPT-2 or (--arch llama, grouped-query with
                                              --kv-heads) Llama byte-level model (ptk train --help);
                                              --load CKPT continues a saved run bit for bit;
                                              mpirun -np N ptk train ...: data parallel over N ranks
   ptk generate --load CKPT [--prompt TEXT | --prompt-file F] [-n N] [--temperature T] [--top-k K]
-               [--top-p P] [--seed S] [--dtype f32|bf16|f16|q8_0|q4_0] [--device host|default]
+               [--top-p P] [--seed S] [--dtype f32|bf16|f16|q8_0|q4_0] [--kv-dtype f32|bf16|f16]
+               [--device host|default]
                                              stream text from a checkpoint (KV cache; ptk generate --help)
 Inputs must be regular files; outputs regular files or new names (not devices, directories or symbolic links).
 Exit status: 0 on success; 2 on bad input, an unreadable or unwritable file, too little memory (one-line message

@@ -169,6 +169,12 @@ int train_command(const Args& args) {
   if (!o.load.empty()) nn::assign_parameters(model, t.checkpoint);
   std::string about;
   const auto optimizer = make_optimizer(o, t, model, comm, device, about);
+  DType dtype = DType::f32;
+  parse_dtype(o.dtype, dtype);  // a name CLI11 checked
+  if (dtype != DType::f32) {  // --eval-only (check_combinations)
+    model.store_weights_as(dtype);
+    about += std::string("dtype  the linear layers' weights stored as ") + dtype_name(dtype) + " for the evaluation\n";
+  }
   print_run(o, t, model, device);
   std::cout << about;
   if (t.resuming && !o.eval_only && t.run.step >= t.run.schedule.steps)

@@ -9,7 +9,7 @@
 namespace ptk::tools {
 
 struct Options {
-  std::string data, save, load, log, device = "default", arch = "gpt2";
+  std::string data, save, load, log, device = "default", arch = "gpt2", dtype = "f32";
   int steps = 1500, batch = 16, block = 64, layers = 4, heads = 4, kv_heads = 0, width = 128, sample = 0,
       save_every = 0, eval_every = 0;
   float lr = 2e-3f, bucket_mb = 25.0f;
@@ -23,7 +23,8 @@ struct Given {
 };
 
 Given add_options(CLI::App& app, Options& o);
-// The combinations refused before anything is read: --weights-only without --load, --save-every without --save.
+// The combinations refused before anything is read: --weights-only without --load, --save-every without --save,
+// --dtype other than f32 without --eval-only.
 void check_combinations(const Options& o);
 
 std::string fixed(double x, int digits);  // "1.2346"
