@@ -7,7 +7,8 @@
 #include <vector>
 
 #include "bench_common.hpp"
-#include "ptk/kernels/matmul.hpp"
+#include "ptk/kernels/matmul_stored.hpp"
+#include "ptk/ops/convert.hpp"
 
 namespace ptk::bench {
 
@@ -59,6 +60,22 @@ void register_shape(std::int64_t M, std::int64_t N, std::int64_t K) {
       matmul->execute(*stream, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
       stream->wait();
       (void)host;
+    });
+  });
+}
+
+// The same product with A and B stored as E (bf16 or f16; fp32 accumulation and C): shape key dtype=, beside the
+// f32 shape's entry for the ratio.
+template <class E>
+void register_stored(std::int64_t M, std::int64_t N, std::int64_t K) {
+  const auto shape = "M=" + std::to_string(M) + ",N=" + std::to_string(N) + ",K=" + std::to_string(K) +
+                     ",dtype=" + dtype_name(Element<E>::dtype);
+  add("matmul", "ptk", shape, Rate::gflops, 2.0 * M * N * K, [=] {
+    const auto a = ops::convert<E>(random_tensor({1, M, K}, 1)), b = ops::convert<E>(random_tensor({1, K, N}, 2));
+    const Tensor<Space> c({1, M, N});
+    return std::function<void()>([=] {
+      kernels::matmul_forward<Space, kernels::Tuning<Space>, E, E>(c.batched_matrices(), a.batched_matrices(),
+                                                                   b.batched_matrices(), false, false, 1.0f, 0.0f);
     });
   });
 }
@@ -125,8 +142,11 @@ void register_matmul() {
   for (auto n : square) register_shape(n, n, n);
   // GPT-2 small (d=768) linear layers on B*T tokens: qkv, attention projection, MLP up and down.
   const std::int64_t tokens = sweep().quick ? 1024 : 4096;
-  for (auto [N, K] : std::vector<std::array<std::int64_t, 2>>{{2304, 768}, {768, 768}, {3072, 768}, {768, 3072}})
+  for (auto [N, K] : std::vector<std::array<std::int64_t, 2>>{{2304, 768}, {768, 768}, {3072, 768}, {768, 3072}}) {
     register_shape(tokens, N, K);
+    register_stored<bf16>(tokens, N, K);
+    register_stored<f16>(tokens, N, K);
+  }
   // GPT-2 small attention heads (T = 256, D = 64) over B·H = 48: scores QKᵀ and P·V.
   register_batched(48, 256, 256, 64, true);
   register_batched(48, 256, 64, 256, false);

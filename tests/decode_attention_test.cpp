@@ -43,20 +43,6 @@ std::vector<float> cache_values(const DecodeCase& c, const std::string& seed) {
   return x;
 }
 
-// x rounded to E, and those values back as float (exact).
-template <class E>
-std::vector<E> rounded(const std::vector<float>& x) {
-  std::vector<E> r;
-  for (float a : x) r.push_back(round_to<E>(a));
-  return r;
-}
-template <class E>
-std::vector<float> values_of(const std::vector<E>& x) {
-  std::vector<float> r;
-  for (const E& a : x) r.push_back(to_float(a));
-  return r;
-}
-
 // The caches stored as E (f32, bf16, f16); the oracle sees the values they hold.
 template <class Space, class Tune, class E = float>
 void check_decode(const DecodeCase& c, const std::vector<float>& q, const std::vector<float>& k32,

@@ -137,8 +137,8 @@ TEST(MatmulDecode, F16Weights) { check_decode_stored<f16>(); }
 TEST(MatmulDecode, Q8_0Weights) { check_decode_stored<q8_0>(); }
 TEST(MatmulDecode, Q4_0Weights) { check_decode_stored<q4_0>(); }
 
-// ops::linear with W stored as E: the decode kernel for <= 8 rows, the GEMM on to_f32(W) for more, with and without
-// a bias, against the oracle on the stored values; and its refusals.
+// ops::linear with W stored as E: the decode kernel for <= 8 rows; for more, the GEMM over W as stored (bf16, f16)
+// or on to_f32(W) (q8_0, q4_0); with and without a bias, against the oracle on the stored values; and its refusals.
 TEST(Linear, StoredWeights) {
   const auto run = [](auto e) {
     using E = decltype(e);

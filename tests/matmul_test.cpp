@@ -1,5 +1,5 @@
-// matmul parity: ptk::ops::matmul (portable kernel and KokkosBlas::gemm) and ptk::ops::matmul_backward against
-// the oracle.
+// matmul parity: ptk::ops::matmul (portable kernel and KokkosBlas::gemm; and over A and B stored as bf16 or f16)
+// and ptk::ops::matmul_backward against the oracle.
 #include <array>
 #include <iostream>
 
@@ -88,6 +88,38 @@ TEST_P(MatmulParity, Forward) {
 
 INSTANTIATE_TEST_SUITE_P(Sweep, MatmulParity, ::testing::ValuesIn(kCases),
                          [](const auto& info) { return name(info.param); });
+
+// A and B stored as EA and EB (B alone bf16/f16: a stored weight; or both 16-bit): the portable kernel against the
+// oracle applied to the stored values, at fp32's tolerance (the kernel reads them exactly and sums in fp32).
+template <class Space, class Tune, class EA, class EB>
+void check_stored_matmul(const MatmulCase& c) {
+  const Shape a_shape = operand_shape(c.batch_a, c.M, c.K, c.trans_a);
+  const Shape b_shape = operand_shape(c.batch_b, c.K, c.N, c.trans_b);
+  const auto a = rounded<EA>(uniform(element_count(a_shape), -1, 1, name(c) + "a"));
+  const auto b = rounded<EB>(uniform(element_count(b_shape), -1, 1, name(c) + "b"));
+  const std::int64_t batch = std::max<std::int64_t>({c.batch_a, c.batch_b, 1});
+  std::vector<float> want(static_cast<std::size_t>(batch * c.M * c.N));
+  reference::matmul_forward(want.data(), values_of(a).data(), values_of(b).data(), batch, c.M, c.N, c.K, c.trans_a,
+                            c.trans_b, c.batch_a > 0, c.batch_b > 0);
+  const auto A = Tensor<Space, EA>::from_host(a_shape, a);
+  const auto B = Tensor<Space, EB>::from_host(b_shape, b);
+  const auto C = ops::matmul<Space, Tune>(A, B, c.trans_a, c.trans_b);
+  Shape c_shape{c.M, c.N};
+  if (c.batch_a > 0 || c.batch_b > 0) c_shape.insert(c_shape.begin(), batch);
+  EXPECT_TRUE(all_close(C.to_vector(), want, c_shape, tolerance::matmul(c.K)))
+      << Space::name() << " A " << dtype_name(Element<EA>::dtype) << ", B " << dtype_name(Element<EB>::dtype);
+}
+
+TEST_P(MatmulParity, StoredTypes) {
+  for_each_space([&](auto space) {
+    using Space = typename decltype(space)::type;
+    using Tune = typename decltype(space)::tune;
+    check_stored_matmul<Space, Tune, float, bf16>(GetParam());
+    check_stored_matmul<Space, Tune, float, f16>(GetParam());
+    check_stored_matmul<Space, Tune, bf16, bf16>(GetParam());
+    check_stored_matmul<Space, Tune, f16, f16>(GetParam());
+  });
+}
 
 // C = alpha · op(A) · op(B) + beta · C in place, against the oracle's product combined in double.
 template <class Space, class Tune>

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "ptk/core/compat.hpp"
+#include "ptk/core/dtype.hpp"
 #include "ptk/core/error.hpp"
 #include "ptk/core/runtime.hpp"
 #include "ptk/kernels/tuning.hpp"
@@ -73,6 +74,26 @@ inline std::vector<float> uniform(std::int64_t n, float lo, float hi, const std:
   std::vector<float> v(static_cast<std::size_t>(n));
   for (auto& x : v) x = dist(gen);
   return v;
+}
+
+// x rounded to a one-value type E (f32, bf16, f16), and such values back as float (exact): a stored tensor's host
+// data, and the values the oracle is applied to.
+template <class E>
+std::vector<E> rounded(const std::vector<float>& x) {
+  std::vector<E> r;
+  r.reserve(x.size());
+  for (float a : x) r.push_back(round_to<E>(a));
+  return r;
+}
+template <class E>
+std::vector<float> values_of(const std::vector<E>& x) {
+  std::vector<float> r;
+  r.reserve(x.size());
+  for (const E& a : x) {
+    if constexpr (std::is_same_v<E, float>) r.push_back(a);
+    else r.push_back(to_float(a));
+  }
+  return r;
 }
 
 inline std::string index_string(std::int64_t flat, const Shape& shape) {

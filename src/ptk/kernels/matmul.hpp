@@ -2,6 +2,8 @@
 // matmul_forward: c[B,M,N] = alpha · op(a) · op(b) + beta · c per batch; op(a) = a[·,M,K] or, with
 // trans_a, a[·,K,M]ᵀ (likewise b). An operand whose batch extent is 1 is broadcast over c's batch.
 // beta = 0 overwrites c without reading it; beta = 1 accumulates (c += op(a) · op(b)).
+// a and b may be stored as bf16 or f16 (EA, EB: f32 × bf16/f16, a weight stored for inference, or both 16-bit),
+// read as float; c and the accumulation are f32.
 #include <Kokkos_Core.hpp>
 #include <algorithm>
 #include <cstddef>
@@ -22,34 +24,42 @@ enum class MatmulImpl {
 };
 
 // c = alpha · op(a) · op(b) + beta · c (beta = 0: c is only written). The portable kernel is the
-// decode kernel (matmul_decode.hpp) for a few rows against a shared [N,K] weight (decode_applies),
+// decode kernel (matmul_decode.hpp) for a few f32 rows against a shared [N,K] weight (decode_applies),
 // else the GEMM Tune::matmul names (tuning.hpp): the host's cache-blocked one or the GPU's register-tiled one.
-template <class Space, class Tune = Tuning<Space>>
-void matmul_forward(const Tensor3<Space>& c, const ConstTensor3<Space>& a, const ConstTensor3<Space>& b,
-                    bool trans_a, bool trans_b, float alpha, float beta,
+// KokkosBlas::gemm (impl) takes f32 only.
+template <class Space, class Tune = Tuning<Space>, class EA = float, class EB = float>
+void matmul_forward(const Tensor3<Space>& c, const Same<ConstTensor3Of<Space, EA>>& a,
+                    const Same<ConstTensor3Of<Space, EB>>& b, bool trans_a, bool trans_b, float alpha, float beta,
                     MatmulImpl impl = MatmulImpl::portable) {
+  static_assert(Element<EA>::block == 1 && Element<EB>::block == 1, "the GEMM takes f32, bf16 and f16");
   const int batches = static_cast<int>(c.extent(0));
   const int M = static_cast<int>(c.extent(1)), N = static_cast<int>(c.extent(2));
   if (batches == 0 || M == 0 || N == 0) return;
-  if (impl == MatmulImpl::kokkos_blas) {
-    for (int batch = 0; batch < batches; ++batch) {
-      const auto a2 = Kokkos::subview(a, a.extent(0) == 1 ? 0 : batch, Kokkos::ALL, Kokkos::ALL);
-      const auto b2 = Kokkos::subview(b, b.extent(0) == 1 ? 0 : batch, Kokkos::ALL, Kokkos::ALL);
-      const auto c2 = Kokkos::subview(c, batch, Kokkos::ALL, Kokkos::ALL);
-      KokkosBlas::gemm(trans_a ? "T" : "N", trans_b ? "T" : "N", alpha, a2, b2, beta, c2);
+  if constexpr (std::is_same_v<EA, float> && std::is_same_v<EB, float>) {
+    if (impl == MatmulImpl::kokkos_blas) {
+      for (int batch = 0; batch < batches; ++batch) {
+        const auto a2 = Kokkos::subview(a, a.extent(0) == 1 ? 0 : batch, Kokkos::ALL, Kokkos::ALL);
+        const auto b2 = Kokkos::subview(b, b.extent(0) == 1 ? 0 : batch, Kokkos::ALL, Kokkos::ALL);
+        const auto c2 = Kokkos::subview(c, batch, Kokkos::ALL, Kokkos::ALL);
+        KokkosBlas::gemm(trans_a ? "T" : "N", trans_b ? "T" : "N", alpha, a2, b2, beta, c2);
+      }
+      return;
     }
-    return;
+  } else {
+    require(impl == MatmulImpl::portable, "matmul: KokkosBlas::gemm takes f32 operands only");
   }
-  if (decode_applies<Space>(c, a, b, trans_a, trans_b)) {
-    const int rows = batches * M, K = static_cast<int>(a.extent(2));
-    matmul_decode<Space, Tune>(Matrix<Space>(c.data(), rows, N), ConstMatrix<Space>(a.data(), rows, K),
-                               ConstMatrix<Space>(b.data(), N, K), alpha, beta);
-    return;
+  if constexpr (std::is_same_v<EA, float>) {
+    if (decode_applies<Space>(c, a, ConstTensor3<Space>(nullptr, b.extent(0), b.extent(1), b.extent(2)), trans_a, trans_b)) {
+      const int rows = batches * M, K = static_cast<int>(a.extent(2));
+      matmul_decode<Space, Tune, EB>(Matrix<Space>(c.data(), rows, N), ConstMatrix<Space>(a.data(), rows, K),
+                                     ConstMatrixOf<Space, EB>(b.data(), N, b.extent(2)), alpha, beta);
+      return;
+    }
   }
   if constexpr (Tune::matmul::register_tiled) {
-    matmul_register_tiled<Space, Tune>(c, a, b, trans_a, trans_b, alpha, beta);
+    matmul_register_tiled<Space, Tune, EA, EB>(c, a, b, trans_a, trans_b, alpha, beta);
   } else {
-    matmul_blocked<Space, Tune>(c, a, b, trans_a, trans_b, alpha, beta);
+    matmul_blocked<Space, Tune, EA, EB>(c, a, b, trans_a, trans_b, alpha, beta);
   }
 }
 

@@ -1,13 +1,15 @@
 #pragma once
 // The host's GEMM (Tune::matmul::register_tiled == false; tuning.hpp, HostMatmul): Goto/BLIS-style
 // cache blocks of c, op(a) and op(b) packed slab by slab into team scratch, register micro-tiles.
-// c[B,M,N] = alpha · op(a) · op(b) + beta · c as matmul.hpp states it.
+// c[B,M,N] = alpha · op(a) · op(b) + beta · c as matmul.hpp states it; a and b stored as EA and EB (f32, bf16,
+// f16: packing reads them as float, load.hpp), c and every sum in f32.
 #include <Kokkos_Core.hpp>
 
 #include <algorithm>
 #include <cstddef>
 
 #include "ptk/core/tensor.hpp"
+#include "ptk/kernels/detail/load.hpp"
 #include "ptk/kernels/tuning.hpp"
 
 namespace ptk::kernels {
@@ -16,7 +18,7 @@ namespace ptk::kernels {
 // thread adds each of its micro-tiles' slab products (a length-≤slab sum held in registers) into
 // c, and the team synchronizes again. Summing k in chunks, chunks into slab sums and slab sums
 // into c keeps every fp32 partial sum ~ chunk + slab/chunk + K/slab additions deep, not K.
-template <class Space, class Tune>
+template <class Space, class Tune, class EA = float, class EB = float>
 struct MatmulBlocked {
   using Tiles = typename Tune::matmul;
   static constexpr int MR = Tiles::micro_rows, NR = Tiles::micro_cols;
@@ -29,7 +31,8 @@ struct MatmulBlocked {
       Kokkos::View<float*, typename Space::scratch_memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
 
   Tensor3<Space> c;
-  ConstTensor3<Space> a, b;
+  ConstTensor3Of<Space, EA> a;
+  ConstTensor3Of<Space, EB> b;
   bool trans_a, trans_b;
   float alpha, beta;
   int M, N, K;
@@ -52,8 +55,8 @@ struct MatmulBlocked {
     const int ab = a.extent(0) == 1 ? 0 : batch, bb = b.extent(0) == 1 ? 0 : batch;
     const int lda = static_cast<int>(a.extent(2)), ldb = static_cast<int>(b.extent(2));
     const int ldc = N;
-    const float* const a_mat = &a(ab, 0, 0);
-    const float* const b_mat = &b(bb, 0, 0);
+    const EA* const a_mat = &a(ab, 0, 0);
+    const EB* const b_mat = &b(bb, 0, 0);
     float* const c_blk = &c(batch, i0, j0);
 
     // +: pass a value, not a reference to the static member (which has no device-side definition).
@@ -67,46 +70,46 @@ struct MatmulBlocked {
       const int kc = K - k0 < slab ? K - k0 : slab;
 
       // Pack op(a)[i0 .. i0+rows, k0 .. k0+kc], zero-padded to whole row panels; reads go along
-      // the contiguous index of a's storage.
+      // the contiguous index of a's storage (src: a stored row, indexed by value).
       if (!trans_a) {
         Kokkos::parallel_for(Kokkos::TeamThreadRange(team, row_panels * MR), [&](int i) {
           float* dst = a_pack + static_cast<std::size_t>(i / MR) * kc * MR + i % MR;
           if (i < rows) {
-            const float* src = a_mat + static_cast<std::size_t>(i0 + i) * lda + k0;
-            for (int k = 0; k < kc; ++k) dst[k * MR] = src[k];
+            const EA* src = a_mat + static_cast<std::size_t>(i0 + i) * lda;
+            for (int k = 0; k < kc; ++k) dst[k * MR] = load(src, k0 + k);
           } else {
             for (int k = 0; k < kc; ++k) dst[k * MR] = 0.0f;
           }
         });
       } else {
         Kokkos::parallel_for(Kokkos::TeamThreadRange(team, kc), [&](int k) {
-          const float* src = a_mat + static_cast<std::size_t>(k0 + k) * lda + i0;
+          const EA* src = a_mat + static_cast<std::size_t>(k0 + k) * lda;
           for (int p = 0; p < row_panels; ++p) {
             float* dst = a_pack + (static_cast<std::size_t>(p) * kc + k) * MR;
-            for (int r = 0; r < MR; ++r) dst[r] = p * MR + r < rows ? src[p * MR + r] : 0.0f;
+            for (int r = 0; r < MR; ++r) dst[r] = p * MR + r < rows ? load(src, i0 + p * MR + r) : 0.0f;
           }
         });
       }
       // Pack op(b)[k0 .. k0+kc, j0 .. j0+cols], zero-padded to whole column panels.
       if (!trans_b) {
         Kokkos::parallel_for(Kokkos::TeamThreadRange(team, kc), [&](int k) {
-          const float* src = b_mat + static_cast<std::size_t>(k0 + k) * ldb + j0;
+          const EB* src = b_mat + static_cast<std::size_t>(k0 + k) * ldb;
           const int full_panels = cols / NR;
           for (int q = 0; q < full_panels; ++q) {
             float* dst = b_pack + (static_cast<std::size_t>(q) * kc + k) * NR;
-            for (int j = 0; j < NR; ++j) dst[j] = src[q * NR + j];
+            for (int j = 0; j < NR; ++j) dst[j] = load(src, j0 + q * NR + j);
           }
           for (int q = full_panels; q < col_panels; ++q) {
             float* dst = b_pack + (static_cast<std::size_t>(q) * kc + k) * NR;
-            for (int j = 0; j < NR; ++j) dst[j] = q * NR + j < cols ? src[q * NR + j] : 0.0f;
+            for (int j = 0; j < NR; ++j) dst[j] = q * NR + j < cols ? load(src, j0 + q * NR + j) : 0.0f;
           }
         });
       } else {
         Kokkos::parallel_for(Kokkos::TeamThreadRange(team, col_panels * NR), [&](int j) {
           float* dst = b_pack + static_cast<std::size_t>(j / NR) * kc * NR + j % NR;
           if (j < cols) {
-            const float* src = b_mat + static_cast<std::size_t>(j0 + j) * ldb + k0;
-            for (int k = 0; k < kc; ++k) dst[k * NR] = src[k];
+            const EB* src = b_mat + static_cast<std::size_t>(j0 + j) * ldb;
+            for (int k = 0; k < kc; ++k) dst[k * NR] = load(src, k0 + k);
           } else {
             for (int k = 0; k < kc; ++k) dst[k * NR] = 0.0f;
           }
@@ -173,13 +176,13 @@ inline int block_size(int extent, int blocks, int multiple) {
 }  // namespace detail
 
 // c = alpha · op(a) · op(b) + beta · c with the blocked kernel; c is not empty.
-template <class Space, class Tune>
-void matmul_blocked(const Tensor3<Space>& c, const ConstTensor3<Space>& a, const ConstTensor3<Space>& b, bool trans_a,
-                    bool trans_b, float alpha, float beta) {
+template <class Space, class Tune, class EA = float, class EB = float>
+void matmul_blocked(const Tensor3<Space>& c, const ConstTensor3Of<Space, EA>& a, const ConstTensor3Of<Space, EB>& b,
+                    bool trans_a, bool trans_b, float alpha, float beta) {
   const int batches = static_cast<int>(c.extent(0));
   const int M = static_cast<int>(c.extent(1)), N = static_cast<int>(c.extent(2));
   const int K = static_cast<int>(trans_a ? a.extent(1) : a.extent(2));
-  using Kernel = MatmulBlocked<Space, Tune>;
+  using Kernel = MatmulBlocked<Space, Tune, EA, EB>;
   using Tiles = typename Kernel::Tiles;
   // Fewest blocks that fit the tile limits, then (where the league is small) a few more if that
   // shortens the slowest team's share: e.g. 9 equal blocks on 2 threads run as 5 + 4.

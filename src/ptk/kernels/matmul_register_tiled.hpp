@@ -1,12 +1,14 @@
 #pragma once
 // The GPU's GEMM (Tune::matmul::register_tiled; tuning.hpp, GpuMatmul): c[B,M,N] = alpha · op(a) ·
-// op(b) + beta · c as matmul.hpp states it, each thread's tile of c held in registers for all of K.
+// op(b) + beta · c as matmul.hpp states it, each thread's tile of c held in registers for all of K; a and b stored
+// as EA and EB (f32, bf16, f16: the slab copy reads them as float, load.hpp), c and every sum in f32.
 #include <Kokkos_Core.hpp>
 
 #include <cstddef>
 #include <cstdint>
 
 #include "ptk/core/tensor.hpp"
+#include "ptk/kernels/detail/load.hpp"
 #include "ptk/kernels/detail/memory_hints.hpp"
 #include "ptk/kernels/tuning.hpp"
 
@@ -25,7 +27,7 @@ namespace ptk::kernels {
 // A thread's tiles: thread t owns tiles t, t + team_size, ...; tile v covers rows (v / 16) · 8 and
 // columns (v % 16) · 4 of the block, so a warp's 32 tiles read 16 distinct, consecutive float4 of
 // Bs (one bank each per quarter warp) and 2 broadcast addresses of As.
-template <class Space, class Tune>
+template <class Space, class Tune, class EA = float, class EB = float>
 struct MatmulRegisterTiled {
   using Tiles = typename Tune::matmul;
   static constexpr int BM = Tiles::block_rows, BN = Tiles::block_cols, KS = Tiles::slab;
@@ -51,15 +53,16 @@ struct MatmulRegisterTiled {
   }
 
   Tensor3<Space> c;
-  ConstTensor3<Space> a, b;
+  ConstTensor3Of<Space, EA> a;
+  ConstTensor3Of<Space, EB> b;
   bool trans_a, trans_b;
   float alpha, beta;
   int M, N, K;
   int row_blocks, col_blocks;
 
   struct Block {
-    const float* a;  // op(a)'s batch matrix, as stored
-    const float* b;
+    const EA* a;  // op(a)'s batch matrix, as stored
+    const EB* b;
     int lda, ldb;    // row strides of a and b as stored
     int i0, j0;      // the block's first row and column of c
     int batch;
@@ -104,10 +107,10 @@ struct MatmulRegisterTiled {
       float value = 0.0f;
       if (!trans_a) {  // a[M, K]: k is contiguous
         m = e / KS, k = e % KS;
-        if (blk.i0 + m < M && k0 + k < K) value = blk.a[static_cast<std::size_t>(blk.i0 + m) * blk.lda + k0 + k];
+        if (blk.i0 + m < M && k0 + k < K) value = load(blk.a + static_cast<std::size_t>(blk.i0 + m) * blk.lda, k0 + k);
       } else {  // a[K, M]: m is contiguous
         k = e / BM, m = e % BM;
-        if (blk.i0 + m < M && k0 + k < K) value = blk.a[static_cast<std::size_t>(k0 + k) * blk.lda + blk.i0 + m];
+        if (blk.i0 + m < M && k0 + k < K) value = load(blk.a + static_cast<std::size_t>(k0 + k) * blk.lda, blk.i0 + m);
       }
       as[k * lda + m] = value;
     }
@@ -116,10 +119,10 @@ struct MatmulRegisterTiled {
       float value = 0.0f;
       if (!trans_b) {  // b[K, N]: n is contiguous
         k = e / BN, n = e % BN;
-        if (k0 + k < K && blk.j0 + n < N) value = blk.b[static_cast<std::size_t>(k0 + k) * blk.ldb + blk.j0 + n];
+        if (k0 + k < K && blk.j0 + n < N) value = load(blk.b + static_cast<std::size_t>(k0 + k) * blk.ldb, blk.j0 + n);
       } else {  // b[N, K]: k is contiguous
         n = e / KS, k = e % KS;
-        if (k0 + k < K && blk.j0 + n < N) value = blk.b[static_cast<std::size_t>(blk.j0 + n) * blk.ldb + k0 + k];
+        if (k0 + k < K && blk.j0 + n < N) value = load(blk.b + static_cast<std::size_t>(blk.j0 + n) * blk.ldb, k0 + k);
       }
       bs[k * ldb + n] = value;
     }
@@ -165,10 +168,10 @@ struct MatmulRegisterTiled {
 };
 
 // c = alpha · op(a) · op(b) + beta · c with the register-tiled kernel; c is not empty.
-template <class Space, class Tune>
-void matmul_register_tiled(const Tensor3<Space>& c, const ConstTensor3<Space>& a, const ConstTensor3<Space>& b,
-                           bool trans_a, bool trans_b, float alpha, float beta) {
-  using Kernel = MatmulRegisterTiled<Space, Tune>;
+template <class Space, class Tune, class EA = float, class EB = float>
+void matmul_register_tiled(const Tensor3<Space>& c, const ConstTensor3Of<Space, EA>& a,
+                           const ConstTensor3Of<Space, EB>& b, bool trans_a, bool trans_b, float alpha, float beta) {
+  using Kernel = MatmulRegisterTiled<Space, Tune, EA, EB>;
   const int batches = static_cast<int>(c.extent(0));
   const int M = static_cast<int>(c.extent(1)), N = static_cast<int>(c.extent(2));
   const int K = static_cast<int>(trans_a ? a.extent(1) : a.extent(2));

@@ -49,8 +49,8 @@ void linear_accumulate(const Tensor<Space>& y, const Tensor<Space>& x, const Ten
 }
 
 // W stored as E (bf16, f16, q8_0, q4_0: dtype.hpp). A decode product reads W as stored (the decode kernel over E);
-// more rows take the f32 GEMM on W converted to f32 for the call (one pass over W, next to the GEMM's M·N·K FMAs;
-// a GEMM over stored types is the reduced-precision issue's next step).
+// more rows take the GEMM over W as stored for bf16 and f16 (kernels/matmul_stored.hpp), and for q8_0 and q4_0
+// the f32 GEMM on W converted to f32 for the call (one pass over W, next to the GEMM's M·N·K FMAs).
 namespace detail {
 template <class Space, class Tune, class E>
 void stored_linear_into(const char* op, const Tensor<Space>& y, const Tensor<Space>& x, const Tensor<Space, E>& w,
@@ -64,7 +64,17 @@ void stored_linear_into(const char* op, const Tensor<Space>& y, const Tensor<Spa
   if (b.defined())
     require(b.shape() == Shape{w.dim(0)}, op, ": b has shape ", b.shape(), " for W ", w.shape(), "; it must be [",
             w.dim(0), "]");
-  if (x.dim(0) > kernels::decode_max_rows) return linear_into<Space, Tune>(op, y, x, to_f32(w), b, accumulate);
+  if (x.dim(0) > kernels::decode_max_rows) {
+    if constexpr (is_quantized_v<E>) {
+      return linear_into<Space, Tune>(op, y, x, to_f32(w), b, accumulate);
+    } else {
+      const auto y3 = y.batched_matrices();
+      kernels::matmul_forward<Space, Tune, float, E>(y3, x.batched_matrices(), w.batched_matrices(), false, true, 1.0f,
+                                                     accumulate ? 1.0f : 0.0f);
+      if (b.defined()) kernels::bias_forward<Space>(y.rows(), y.rows(), b.flat());
+      return;
+    }
+  }
   kernels::matmul_decode<Space, Tune, E>(y.rows(), x.rows(), w.rows(), 1.0f, accumulate ? 1.0f : 0.0f,
                                          b.defined() ? ConstVector<Space>(b.flat()) : ConstVector<Space>());
 }

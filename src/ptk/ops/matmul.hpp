@@ -4,7 +4,10 @@
 // matmul_accumulate: C = alpha · op(A) · op(B) + beta · C in place (defaults: C += op(A) · op(B)).
 // matmul_backward: dA += dC · op(B)ᵀ and dB += op(A)ᵀ · dC, each in its operand's stored layout; a rank-2
 // operand used against a rank-3 one gets its gradient summed over the batch.
+// matmul and matmul_accumulate take A and B stored as f32, or B as bf16/f16 (a stored weight), or both as bf16 or
+// both as f16 (kernels/matmul_stored.hpp); C and the accumulation are f32. The backward is f32.
 #include "ptk/kernels/matmul.hpp"
+#include "ptk/kernels/matmul_stored.hpp"
 #include "ptk/ops/checks.hpp"
 
 namespace ptk::ops {
@@ -14,8 +17,8 @@ using kernels::MatmulImpl;
 namespace detail {
 
 // Checks A and B (and their agreement) and returns C's shape.
-template <class Space>
-Shape matmul_shape(const char* op, const Tensor<Space>& a, const Tensor<Space>& b, bool trans_a, bool trans_b) {
+template <class Space, class EA = float, class EB = float>
+Shape matmul_shape(const char* op, const Tensor<Space, EA>& a, const Tensor<Space, EB>& b, bool trans_a, bool trans_b) {
   check_tensor(op, "A", a, 2, 3);
   check_tensor(op, "B", b, 2, 3);
   const auto M = a.dim(trans_a ? -1 : -2), Ka = a.dim(trans_a ? -2 : -1);
@@ -34,27 +37,34 @@ Shape matmul_shape(const char* op, const Tensor<Space>& a, const Tensor<Space>& 
 
 }  // namespace detail
 
-template <class Space, class Tune = kernels::Tuning<Space>>
-Tensor<Space> matmul(const Tensor<Space>& a, const Tensor<Space>& b, bool trans_a = false, bool trans_b = false,
+// The element type pairs the GEMM is built for (kernels/matmul_stored.hpp).
+template <class EA, class EB>
+inline constexpr bool gemm_pair_v = (std::is_same_v<EA, float> && Element<EB>::block == 1) ||
+                                    (std::is_same_v<EA, EB> && Element<EA>::block == 1);
+
+template <class Space, class Tune = kernels::Tuning<Space>, class EA = float, class EB = float>
+Tensor<Space> matmul(const Tensor<Space, EA>& a, const Tensor<Space, EB>& b, bool trans_a = false, bool trans_b = false,
                      MatmulImpl impl = MatmulImpl::portable) {
+  static_assert(gemm_pair_v<EA, EB>, "matmul: A and B are f32, B alone bf16 or f16, or both bf16 or both f16");
   auto c = Tensor<Space>::uninitialized(detail::matmul_shape("matmul", a, b, trans_a, trans_b), "ptk::matmul");
-  kernels::matmul_forward<Space, Tune>(c.batched_matrices(), a.batched_matrices(), b.batched_matrices(), trans_a, trans_b,
-                                 impl);
+  kernels::matmul_forward<Space, Tune, EA, EB>(c.batched_matrices(), a.batched_matrices(), b.batched_matrices(), trans_a,
+                                               trans_b, 1.0f, 0.0f, impl);
   return c;
 }
 
 // In place: C = alpha · op(A) · op(B) + beta · C, C shaped as matmul(A, B) would return it. The
 // defaults accumulate (C += op(A) · op(B)), as a backward pass adds into a gradient.
-template <class Space, class Tune = kernels::Tuning<Space>>
-void matmul_accumulate(const Tensor<Space>& c, const Tensor<Space>& a, const Tensor<Space>& b, bool trans_a = false,
-                       bool trans_b = false, float alpha = 1.0f, float beta = 1.0f,
+template <class Space, class Tune = kernels::Tuning<Space>, class EA = float, class EB = float>
+void matmul_accumulate(const Tensor<Space>& c, const Tensor<Space, EA>& a, const Tensor<Space, EB>& b,
+                       bool trans_a = false, bool trans_b = false, float alpha = 1.0f, float beta = 1.0f,
                        MatmulImpl impl = MatmulImpl::portable) {
+  static_assert(gemm_pair_v<EA, EB>, "matmul_accumulate: A and B are f32, B alone bf16 or f16, or both bf16 or both f16");
   const Shape c_shape = detail::matmul_shape("matmul_accumulate", a, b, trans_a, trans_b);
   check_tensor("matmul_accumulate", "C", c, 2, 3);
   require(c.shape() == c_shape, "matmul_accumulate: C has shape ", c.shape(), ", op(A) · op(B) has ",
           c_shape);
-  kernels::matmul_forward<Space, Tune>(c.batched_matrices(), a.batched_matrices(), b.batched_matrices(), trans_a, trans_b,
-                                 alpha, beta, impl);
+  kernels::matmul_forward<Space, Tune, EA, EB>(c.batched_matrices(), a.batched_matrices(), b.batched_matrices(), trans_a,
+                                               trans_b, alpha, beta, impl);
 }
 
 // Gradients of C = op(A) · op(B), accumulated: dA (shaped as A) += the gradient of A, dB (shaped as B) +=
