@@ -20,6 +20,7 @@ namespace ptk::kernels {
 // into c keeps every fp32 partial sum ~ chunk + slab/chunk + K/slab additions deep, not K.
 template <class Space, class Tune, class EA = float, class EB = float>
 struct MatmulBlocked {
+  static_assert(Element<EA>::block == 1 && Element<EB>::block == 1, "one value per item: a pointer steps over values");
   using Tiles = typename Tune::matmul;
   static constexpr int MR = Tiles::micro_rows, NR = Tiles::micro_cols;
   // Summation depth: k is summed in chunks of `chunk`, chunks into a slab sum, slab sums into c.
@@ -70,46 +71,48 @@ struct MatmulBlocked {
       const int kc = K - k0 < slab ? K - k0 : slab;
 
       // Pack op(a)[i0 .. i0+rows, k0 .. k0+kc], zero-padded to whole row panels; reads go along
-      // the contiguous index of a's storage (src: a stored row, indexed by value).
+      // the contiguous index of a's storage. src points at the first value a loop reads (an item is a value):
+      // written as a row pointer and a value index instead, g++ 12 spilled micro-kernel accumulators to the
+      // stack and the f32 GEMM ran 43 % slower (docs/benchmarks.md).
       if (!trans_a) {
         Kokkos::parallel_for(Kokkos::TeamThreadRange(team, row_panels * MR), [&](int i) {
           float* dst = a_pack + static_cast<std::size_t>(i / MR) * kc * MR + i % MR;
           if (i < rows) {
-            const EA* src = a_mat + static_cast<std::size_t>(i0 + i) * lda;
-            for (int k = 0; k < kc; ++k) dst[k * MR] = load(src, k0 + k);
+            const EA* src = a_mat + static_cast<std::size_t>(i0 + i) * lda + k0;
+            for (int k = 0; k < kc; ++k) dst[k * MR] = load(src, k);
           } else {
             for (int k = 0; k < kc; ++k) dst[k * MR] = 0.0f;
           }
         });
       } else {
         Kokkos::parallel_for(Kokkos::TeamThreadRange(team, kc), [&](int k) {
-          const EA* src = a_mat + static_cast<std::size_t>(k0 + k) * lda;
+          const EA* src = a_mat + static_cast<std::size_t>(k0 + k) * lda + i0;
           for (int p = 0; p < row_panels; ++p) {
             float* dst = a_pack + (static_cast<std::size_t>(p) * kc + k) * MR;
-            for (int r = 0; r < MR; ++r) dst[r] = p * MR + r < rows ? load(src, i0 + p * MR + r) : 0.0f;
+            for (int r = 0; r < MR; ++r) dst[r] = p * MR + r < rows ? load(src, p * MR + r) : 0.0f;
           }
         });
       }
       // Pack op(b)[k0 .. k0+kc, j0 .. j0+cols], zero-padded to whole column panels.
       if (!trans_b) {
         Kokkos::parallel_for(Kokkos::TeamThreadRange(team, kc), [&](int k) {
-          const EB* src = b_mat + static_cast<std::size_t>(k0 + k) * ldb;
+          const EB* src = b_mat + static_cast<std::size_t>(k0 + k) * ldb + j0;
           const int full_panels = cols / NR;
           for (int q = 0; q < full_panels; ++q) {
             float* dst = b_pack + (static_cast<std::size_t>(q) * kc + k) * NR;
-            for (int j = 0; j < NR; ++j) dst[j] = load(src, j0 + q * NR + j);
+            for (int j = 0; j < NR; ++j) dst[j] = load(src, q * NR + j);
           }
           for (int q = full_panels; q < col_panels; ++q) {
             float* dst = b_pack + (static_cast<std::size_t>(q) * kc + k) * NR;
-            for (int j = 0; j < NR; ++j) dst[j] = q * NR + j < cols ? load(src, j0 + q * NR + j) : 0.0f;
+            for (int j = 0; j < NR; ++j) dst[j] = q * NR + j < cols ? load(src, q * NR + j) : 0.0f;
           }
         });
       } else {
         Kokkos::parallel_for(Kokkos::TeamThreadRange(team, col_panels * NR), [&](int j) {
           float* dst = b_pack + static_cast<std::size_t>(j / NR) * kc * NR + j % NR;
           if (j < cols) {
-            const EB* src = b_mat + static_cast<std::size_t>(j0 + j) * ldb;
-            for (int k = 0; k < kc; ++k) dst[k * NR] = load(src, k0 + k);
+            const EB* src = b_mat + static_cast<std::size_t>(j0 + j) * ldb + k0;
+            for (int k = 0; k < kc; ++k) dst[k * NR] = load(src, k);
           } else {
             for (int k = 0; k < kc; ++k) dst[k * NR] = 0.0f;
           }
