@@ -119,12 +119,12 @@ def main():
                                        key=lambda x: (x[0], x[2]))
             block = f"{threads} (Kokkos)"
         ratio = ""
-        if launch["kernel"] == "matmul":
+        if launch["kernel"].startswith("matmul"):
             r = main_loop_ratio(args.binary, worst["mangled"])
             if r:
                 ratio = f"{r[2]:.1f} ({r[0]} FFMA / {r[1]} loads)"
                 if r[2] < 8:
-                    problems.append(f"matmul: main loop {r[2]:.1f} FFMA per load (< 8)")
+                    problems.append(f"{launch['kernel']}: main loop {r[2]:.1f} FFMA per load (< 8)")
         if occ < 0.25:
             problems.append(f"{launch['kernel']}: occupancy {occ:.0%} (< 25 %)")
         if stack:

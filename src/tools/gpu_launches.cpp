@@ -46,11 +46,15 @@ void attention_line(const std::string& name, const std::string& symbol, int D) {
 
 // Decode attention at its longest chunk (a long context): a team of team_size x vector_length threads per
 // (batch, kv head, chunk), its query rows and scores in scratch at Tune::decode_attention::scratch_level.
+// One line per cache type (f32, and f16 for the 16-bit caches: bf16's instance reads the same way).
 void decode_attention_line(int D) {
   using Tiles = Gpu::decode_attention;
   const std::size_t bytes = ptk::kernels::scratch_bytes<ptk::kernels::DecodeAttentionPartial<Host, Gpu>>(D, Tiles::max_chunk);
-  line("decode_attention D=" + std::to_string(D), "DecodeAttentionPartial<Kokkos::Cuda, ptk::kernels::GpuTuning",
-       Tiles::team_size * Tiles::vector_length, Tiles::scratch_level == 0 ? bytes : 0, Tiles::scratch_level == 0 ? 0 : bytes);
+  for (const char* cache : {"float", "ptk::f16"})
+    line("decode_attention D=" + std::to_string(D) + (cache[0] == 'f' ? "" : " (f16 cache)"),
+         std::string("DecodeAttentionPartial<Kokkos::Cuda, ptk::kernels::GpuTuning<(int)1024>, ") + cache + ">",
+         Tiles::team_size * Tiles::vector_length, Tiles::scratch_level == 0 ? bytes : 0,
+         Tiles::scratch_level == 0 ? 0 : bytes);
 }
 
 // Each line by the name the op table's launches column gives it (a kernel with two tile sets prints two lines).
@@ -65,7 +69,13 @@ std::map<std::string, std::function<void()>> launch_lines() {
     return [=] { line(name, symbol, threads); };
   };
   return {
-      {"matmul", [] { line("matmul", "MatmulRegisterTiled", Gemm::threads, Gemm::scratch_bytes()); }},
+      {"matmul",
+       [] {  // f32, and the stored types' GEMMs (matmul_stored.hpp): both 16-bit, and an f32 A against a bf16 B
+         const std::string gemm = "MatmulRegisterTiled<Kokkos::Cuda, ptk::kernels::GpuTuning<(int)1024>, ";
+         line("matmul", gemm + "float, float>", Gemm::threads, Gemm::scratch_bytes());
+         line("matmul bf16 x bf16", gemm + "ptk::bf16, ptk::bf16>", Gemm::threads, Gemm::scratch_bytes());
+         line("matmul f32 x bf16", gemm + "float, ptk::bf16>", Gemm::threads, Gemm::scratch_bytes());
+       }},
       {"attention_forward",
        [=] {
          attention_line<AttentionForward<Host, Gpu>>("attention_forward", "AttentionForward" + narrow, 64);
