@@ -49,6 +49,7 @@ void matmul_forward(const Tensor3<Space>& c, const Same<ConstTensor3Of<Space, EA
     require(impl == MatmulImpl::portable, "matmul: KokkosBlas::gemm takes f32 operands only");
   }
   if constexpr (std::is_same_v<EA, float>) {
+    // decode_applies reads b's extents only: an f32 view of them, over no data, stands in for a stored b.
     if (decode_applies<Space>(c, a, ConstTensor3<Space>(nullptr, b.extent(0), b.extent(1), b.extent(2)), trans_a, trans_b)) {
       const int rows = batches * M, K = static_cast<int>(a.extent(2));
       matmul_decode<Space, Tune, EB>(Matrix<Space>(c.data(), rows, N), ConstMatrix<Space>(a.data(), rows, K),
