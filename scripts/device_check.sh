@@ -8,9 +8,10 @@
 #   1. nvidia-smi and `ptk info` (what Kokkos sees);
 #   2. the parity suite on the GPU (PTK_DEVICE=default ptk_tests: every kernel against the float64
 #      oracle with the GPU tuning on the real device), gtest JSON in tests.json;
-#   3. the quick sweep of ptk's kernels and the device copy (bench.json), then PyTorch's ops at the
-#      same shapes on the same GPU (scripts/device_torch.py: torch.json), and a ratio table
-#      (report.md) by scripts/device_report.py;
+#   3. the quick sweep of ptk's kernels and the device copy (bench.json), decode with each KV-cache
+#      dtype (bench_kv.json), then PyTorch's ops at the same shapes on the same GPU
+#      (scripts/device_torch.py: torch.json; 16-bit GEMMs in PyTorch's 16-bit types), and a ratio
+#      table (report.md) by scripts/device_report.py;
 #   4. a short `ptk train` on the GPU (train.log).
 # The carried build needs only libcudart.so.11.0 (carried) and the driver's libcuda.so.1.
 set -uo pipefail
@@ -55,14 +56,19 @@ echo "ptk_tests exit $?" | tee -a "$out/tests.log"
 grep -E "^\[  (PASSED|FAILED) |tests ran|FAILED  \]" "$out/tests.log" | tail -40
 
 step "quick sweep: ptk and the device copy"
-timeout "${PTK_DEVICE_BENCH_S:-150}" .device/ptk_bench --quick --benchmark_filter='/(ptk|memcpy|kokkos_blas)/' \
+timeout "${PTK_DEVICE_BENCH_S:-180}" .device/ptk_bench --quick --benchmark_filter='/(ptk|memcpy|kokkos_blas)/' \
   --benchmark_out="$out/bench.json" --benchmark_out_format=json > "$out/bench.log" 2>&1
 echo "ptk_bench exit $?" | tee -a "$out/bench.log"
+
+step "decode with a 16-bit KV cache (full-sweep entries)"
+timeout 60 .device/ptk_bench --benchmark_filter='decode/ptk/.*kv=' \
+  --benchmark_out="$out/bench_kv.json" --benchmark_out_format=json > "$out/bench_kv.log" 2>&1
+echo "ptk_bench (kv) exit $?" | tee -a "$out/bench_kv.log"
 
 step "PyTorch at the same shapes"
 PYTHONUNBUFFERED=1 timeout 120 python3 scripts/device_torch.py "$out/bench.json" --out "$out/torch.json" 2> "$out/torch.log"
 echo "device_torch exit $?" | tee -a "$out/torch.log"
-python3 scripts/device_report.py "$out/bench.json" "$out/torch.json" > "$out/report.md" 2>&1
+python3 scripts/device_report.py "$out/bench.json" "$out/bench_kv.json" "$out/torch.json" > "$out/report.md" 2>&1
 cat "$out/report.md"
 
 step "ptk train on the GPU (100 steps)"

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A markdown table of ptk against its peers on one device, from ptk_bench's and device_torch.py's JSON.
 
-    device_report.py PTK_BENCH.json TORCH.json > report.md
+    device_report.py PTK_BENCH.json [MORE.json ...] > report.md   (ptk_bench's, device_torch.py's)
 
 One row per `family/ptk/shape`: ptk's rate, each peer's (memcpy, kokkos_blas, torch, torch_tf32)
 at that shape, and ptk / peer.
@@ -25,10 +25,11 @@ def rates(path):
 
 def main():
     r = rates(sys.argv[1])
-    try:
-        r.update(rates(sys.argv[2]))
-    except (OSError, ValueError, KeyError):
-        pass
+    for path in sys.argv[2:]:  # a step that timed out leaves no or partial JSON: report what there is
+        try:
+            r.update(rates(path))
+        except (OSError, ValueError, KeyError):
+            pass
     by_shape = defaultdict(dict)
     for (family, impl, shape), v in r.items():
         by_shape[(family, shape)][impl] = v

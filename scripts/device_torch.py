@@ -9,7 +9,9 @@ repeated launches after a warm-up) and writes Google Benchmark-shaped JSON: `fam
 with the same counter (GFLOP/s or GB/s, same byte and FLOP conventions as ptk_bench), so that
 scripts/bench_report.py and a reader can put the two side by side. Matmul is timed twice: with
 TF32 off (`torch`, the same fp32 arithmetic as ptk) and on (`torch_tf32`, what PyTorch users get
-with `allow_tf32`). Progress goes to stderr.
+with `allow_tf32`). A matmul whose shape key names `dtype=bf16|f16` (ptk's GEMM over stored 16-bit
+inputs, fp32 accumulation) is timed with PyTorch's inputs in that type: cuBLAS on the tensor cores,
+the vendor route the portable kernel is compared with. Progress goes to stderr.
 """
 import argparse
 import json
@@ -22,7 +24,11 @@ import torch.nn.functional as F
 
 
 def parse(shape):
-    return {k: int(v) for k, v in (kv.split("=") for kv in shape.split(","))}
+    """Shape key to a dict; integer values as int, others (dtype=bf16) as str."""
+    return {k: int(v) if v.lstrip("-").isdigit() else v for k, v in (kv.split("=") for kv in shape.split(","))}
+
+
+TORCH_DTYPES = {"f32": "float32", "bf16": "bfloat16", "f16": "float16"}
 
 
 def timed(fn, min_time=0.2):
@@ -43,13 +49,14 @@ def timed(fn, min_time=0.2):
 
 
 def matmul_case(s, tf32):
+    dtype = getattr(torch, TORCH_DTYPES[s.get("dtype", "f32")])
     if "B" in s:
-        a = torch.rand(s["B"], s["M"], s["K"], device="cuda")
-        b = torch.rand(s["B"], s["K"], s["N"], device="cuda")
+        a = torch.rand(s["B"], s["M"], s["K"], device="cuda", dtype=dtype)
+        b = torch.rand(s["B"], s["K"], s["N"], device="cuda", dtype=dtype)
         flops = 2.0 * s["B"] * s["M"] * s["N"] * s["K"]
     else:
-        a = torch.rand(s["M"], s["K"], device="cuda")
-        b = torch.rand(s["K"], s["N"], device="cuda")
+        a = torch.rand(s["M"], s["K"], device="cuda", dtype=dtype)
+        b = torch.rand(s["K"], s["N"], device="cuda", dtype=dtype)
         flops = 2.0 * s["M"] * s["N"] * s["K"]
     def run():
         torch.backends.cuda.matmul.allow_tf32 = tf32  # set where it is timed: the flag is global
@@ -104,10 +111,14 @@ def main():
         family, shape = m.group(1), m.group(2).split("/")[0]  # Google Benchmark appends /min_time:…
         try:
             s = parse(shape)
-        except ValueError:  # a shape that names a model (decode/ptk/model=...): no single PyTorch op
+        except ValueError:  # a shape without key=value pairs: no single PyTorch op
+            continue
+        if "model" in s or s.get("dtype", "f32") not in TORCH_DTYPES:  # decode of a model; q8_0/q4_0 weights
             continue
         cases = []
-        if family == "matmul":
+        if family == "matmul" and "dtype" in s:  # TF32 is an fp32 mode: one case for 16-bit inputs
+            cases = [("torch", matmul_case(s, False))]
+        elif family == "matmul":
             cases = [("torch", matmul_case(s, False)), ("torch_tf32", matmul_case(s, True))]
         elif family in ("softmax", "layernorm", "rmsnorm"):
             cases = [("torch", rows_case(family, s))]
