@@ -39,6 +39,24 @@ TEST(MemoryEstimate, TrainingBytes) {
   EXPECT_EQ(e.total_bytes(), 16 * 124439808LL + 8 * e.activations);
 }
 
+// Mixed precision adds the 16-bit copies of the linear weights and inputs, 2 bytes each, and changes nothing else.
+TEST(MemoryEstimate, MixedPrecisionAddsTheCopies) {
+  const ptk::nn::ModelShape m{12, 12, 768, 1024, 50257, 4};
+  const auto f32 = ptk::nn::estimate_training_memory(m), bf16 = ptk::nn::estimate_training_memory(m, ptk::DType::bf16);
+  EXPECT_EQ(f32.copy_bytes, 0);
+  // Weights: 12 blocks of qkv 3C², projection C², fc 4C², fc projection 4C², and the tied head V·C. Inputs per token:
+  // 12 blocks of ln1 out, attention out, ln2 out (C each) and gelu out (4C), and the final layernorm's C.
+  const std::int64_t weights = 12LL * 12 * 768 * 768 + 50257LL * 768, inputs = 4LL * 1024 * (12 * 7 * 768 + 768);
+  EXPECT_EQ(bf16.copy_bytes, 2 * (weights + inputs));
+  EXPECT_EQ(bf16.total_bytes(), f32.total_bytes() + bf16.copy_bytes);
+  EXPECT_EQ(ptk::nn::estimate_training_memory(m, ptk::DType::f16).copy_bytes, bf16.copy_bytes);
+  // llama: q, o [C, C], k, v [K, C], gate, up [F, C], down [C, F] a block, the untied head V·C; inputs per token: the
+  // input norm (shared by q, k and v: one copy), attention out, the post-attention norm (gate and up) and the product F.
+  ptk::nn::ModelShape l{2, 4, 64, 32, 100, 3, ptk::nn::Arch::llama, 2, 96};
+  const std::int64_t K = 2 * 16, lw = 2LL * (2 * 64 * 64 + 2 * K * 64 + 3 * 96 * 64) + 100 * 64, li = 3LL * 32 * (2 * (3 * 64 + 96) + 64);
+  EXPECT_EQ(ptk::nn::estimate_training_memory(l, ptk::DType::bf16).copy_bytes, 2 * (lw + li));
+}
+
 // Doubling the batch doubles the activations and leaves the parameter state alone.
 TEST(MemoryEstimate, ActivationsScaleWithBatch) {
   const auto one = ptk::nn::estimate_training_memory({2, 2, 64, 32, 100, 1});

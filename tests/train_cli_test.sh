@@ -66,8 +66,8 @@ if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
   echo "ok: PyTorch reproduces the llama val loss $torch_loss from the checkpoint"
 fi
 # --eval-only --dtype: the val loss with the linear weights stored as bf16 (the table per dtype of a larger model
-# is in docs/benchmarks.md); within 1 % of f32's on this tiny model. Refused: --dtype without --eval-only or with
-# --save, and q8_0 on a 16-wide model.
+# is in docs/benchmarks.md); within 1 % of f32's on this tiny model. Refused: --dtype q8_0 for training, --eval-only
+# --dtype with --save, and q8_0 on a 16-wide model.
 "$ptk" train --load "$dir/ll.safetensors" --eval-only --dtype bf16 --device host >"$dir/llbf16" 2>&1 ||
   fail "llama --eval-only --dtype bf16: $(cat "$dir/llbf16")"
 grep -q "^dtype  the linear layers' weights stored as bf16" "$dir/llbf16" || fail "no dtype line: $(cat "$dir/llbf16")"
@@ -75,7 +75,27 @@ bf16_loss=$(val_loss "$dir/llbf16")
 awk -v a="$bf16_loss" -v b="$llama_trained" 'BEGIN { d = (a - b) / b; exit !(d <= 0.01 && d >= -0.01) }' ||
   fail "--dtype bf16 val loss $bf16_loss is not within 1 % of f32's $llama_trained"
 echo "ok: llama --eval-only --dtype bf16: val loss $bf16_loss (f32 $llama_trained)"
-expect_refusal "--dtype without --eval-only" "needs --eval-only" "$ptk" train --dtype bf16 --steps 1
+expect_refusal "--dtype q8_0 for training" "stores weights for inference" "$ptk" train --dtype q8_0 --steps 1
+# Mixed precision: the same llama run in bf16 and in f16 (loss scaling), val loss within 1 % of f32's; the run keeps its
+# dtype across a resume (its training state says it) and refuses another.
+for t in bf16 f16; do
+  "$ptk" train --layers 1 --heads 4 --width 16 --block 16 --batch 4 --device host --arch llama --kv-heads 2 --steps 20 \
+    --seed 3 --dtype $t --save "$dir/mp$t.safetensors" --log "$dir/mp$t.jsonl" >"$dir/mp$t" 2>&1 ||
+    fail "ptk train --dtype $t: $(cat "$dir/mp$t")"
+  grep -q "^dtype  mixed precision: linear layers multiply in $t" "$dir/mp$t" || fail "no mixed-precision line: $(cat "$dir/mp$t")"
+  mp_loss=$(val_loss "$dir/mp$t")
+  awk -v a="$mp_loss" -v b="$llama_trained" 'BEGIN { d = (a - b) / b; exit !(d <= 0.01 && d >= -0.01) }' ||
+    fail "--dtype $t training: val loss $mp_loss is not within 1 % of f32's $llama_trained"
+  echo "ok: llama trained with --dtype $t: val loss $mp_loss (f32 $llama_trained)"
+done
+grep -q '"loss_scale":65536' "$dir/mpf16.jsonl" || fail "the f16 log has no loss scale: $(head -3 "$dir/mpf16.jsonl")"
+grep -q '"dtype":"bf16"' "$dir/mpbf16.jsonl" || fail "the bf16 log's header has no dtype: $(head -1 "$dir/mpbf16.jsonl")"
+"$ptk" train --load "$dir/mpf16.safetensors" --steps 24 --device host >"$dir/mpresume" 2>&1 || fail "f16 resume: $(cat "$dir/mpresume")"
+grep -q "^dtype  mixed precision: linear layers multiply in f16 (fp32 accumulation), fp32 weights and moments, loss scale 65536" \
+  "$dir/mpresume" || fail "the resumed run lost its dtype: $(cat "$dir/mpresume")"
+echo "ok: a resumed f16 run continues in f16 at its loss scale"
+expect_refusal "--dtype other than the run's" "a run keeps its dtype" \
+  "$ptk" train --load "$dir/mpbf16.safetensors" --steps 30 --dtype f16 --device host
 expect_refusal "--dtype with --save" "a checkpoint holds f32 weights" \
   "$ptk" train --load "$dir/ll.safetensors" --eval-only --dtype f16 --save "$dir/x.safetensors"
 expect_refusal "--dtype q8_0 on a 16-wide model" "blocks of 32" \

@@ -2,7 +2,7 @@
 // the first step it allocates and frees nothing, makes exactly two deep copies (the upload of the batch's
 // inputs and targets, and the read-back of the loss and the gradient norm) and, on Kokkos 4 (whose fences
 // report to tools; 3.4's do not), the same fences every step, all of them inside those deep copies.
-// Reusing buffers must not change a single bit of the results.
+// Reusing buffers must not change a single bit of the results. Both in f32 and in mixed precision (bf16, f16).
 #include <gtest/gtest.h>
 
 #include <Kokkos_Core.hpp>
@@ -89,7 +89,16 @@ std::vector<int> tokens(int n, int V) {
 
 const nn::DecoderConfig kConfig{2, 2, 32, 16, 23};
 
-TEST(TrainStep, SteadyStateAllocatesNothing) {
+// Each precision a run trains in: f32, and mixed precision in bf16 and f16 (loss scaling).
+std::vector<nn::Precision> precisions() {
+  std::vector<nn::Precision> out(3);
+  out[1].dtype = DType::bf16;
+  out[2].dtype = DType::f16;
+  return out;
+}
+
+void expect_steady_state(nn::Precision precision) {
+  SCOPED_TRACE(std::string("precision ") + dtype_name(precision.dtype));
   const auto data = tokens(2000, kConfig.vocab_size);
   nn::Decoder model(kConfig, ag::Device::host, 3);
   nn::Adamw optimizer(model.parameters(), nn::AdamwConfig{});
@@ -102,7 +111,7 @@ TEST(TrainStep, SteadyStateAllocatesNothing) {
       const std::lock_guard<std::mutex> lock(g_events_mutex);
       g_events = &events;
     }
-    nn::train_step(model, optimizer, sampler.next(), 1e-3f);
+    nn::train_step(model, optimizer, sampler.next(), 1e-3f, precision);
     const std::lock_guard<std::mutex> lock(g_events_mutex);
     g_events = nullptr;
   }
@@ -125,10 +134,16 @@ TEST(TrainStep, SteadyStateAllocatesNothing) {
             << Events::total(steps[2].fences) << " fences:" << Events::list(steps[2].fences) << "\n";
 }
 
+TEST(TrainStep, SteadyStateAllocatesNothing) {
+  for (const auto& p : precisions()) expect_steady_state(p);
+}
+
 // Reused buffers hold the previous step's values: every kernel that writes an output must write all of it.
 TEST(TrainStep, ReusingBuffersChangesNoBit) {
   const auto data = tokens(2000, kConfig.vocab_size);
+  for (auto precision : precisions()) {
   const auto run = [&](bool reuse) {
+    nn::Precision p = precision;
     nn::Decoder model(kConfig, ag::Device::host, 3);
     nn::Adamw optimizer(model.parameters(), nn::AdamwConfig{});
     nn::BatchSampler sampler(data, 4, kConfig.block_size, 5);
@@ -136,7 +151,7 @@ TEST(TrainStep, ReusingBuffersChangesNoBit) {
     if (reuse) scope.emplace();
     std::vector<float> out;
     for (int i = 0; i < 5; ++i) {
-      const auto r = nn::train_step(model, optimizer, sampler.next(), 1e-3f);
+      const auto r = nn::train_step(model, optimizer, sampler.next(), 1e-3f, p);
       out.push_back(r.loss);
       out.push_back(r.grad_norm);
     }
@@ -149,7 +164,8 @@ TEST(TrainStep, ReusingBuffersChangesNoBit) {
   std::size_t differing = 0;
   for (std::size_t i = 0; i < fresh.size(); ++i)
     if (std::memcmp(&fresh[i], &reused[i], sizeof(float)) != 0) ++differing;
-  EXPECT_EQ(differing, 0u) << "losses, gradient norms and weights after 5 steps";
+  EXPECT_EQ(differing, 0u) << "losses, gradient norms and weights after 5 steps, " << dtype_name(precision.dtype);
+  }
 }
 
 }  // namespace

@@ -188,6 +188,8 @@ void print_memory_estimates(const nn::ModelShape& model_shape, const std::string
   row("activation gradients", gib_of(e.activation_gradient_bytes));
   row("total", gib_of(e.total_bytes()));
   row("fits", fits(e.total_bytes(), available, where));
+  const auto mixed = nn::estimate_training_memory(model_shape, DType::bf16);
+  row("--dtype bf16|f16 adds", gib_of(mixed.copy_bytes) + " (16-bit copies of the linear weights and inputs)");
   const auto g = nn::estimate_inference_memory(model_shape);
   std::cout << "\nInference memory (ptk generate, KV cache of B=" << model_shape.batch << " x T=" << model_shape.context
             << " positions)\n";

@@ -33,7 +33,7 @@ const char* const kUsage = R"(usage:
                                              benchmark sweeps, one process per implementation
                                              -> DIR/report.md, DIR/*.png, DIR/bench.json
   ptk train [--data FILE] [--steps N] [--batch B] [--block T] [--layers L] [--heads H] [--width C]
-            [--arch gpt2|llama] [--kv-heads N]
+            [--arch gpt2|llama] [--kv-heads N] [--dtype f32|bf16|f16 (mixed precision)]
             [--lr LR] [--seed S] [--save CKPT] [--save-every N] [--load CKPT] [--weights-only]
             [--eval-every N] [--log FILE] [--eval-only [--dtype T]] [--sample N] [--device host|default]
             [--shard-optimizer] [--bucket-mb MB] [--overlap-comm]

@@ -161,7 +161,8 @@ int train_command(const Args& args) {
   const QuietOutput quiet(!root);
   const ag::Device device = ag::parse_device(o.device);
   const TrainRun t = resolve_run(o, given, comm, device);
-  check_memory(t.config, nn::batch_share(t.run.batch, comm.rank(), comm.size()).size(), !o.eval_only, device);
+  check_memory(t.config, nn::batch_share(t.run.batch, comm.rank(), comm.size()).size(), !o.eval_only, device,
+               t.run.precision.dtype);
   const auto save_lock = !o.save.empty() && root ? hold_save_path(o.save) : nullptr;  // rank 0 writes it
   TrainLog log = o.log.empty() || !root ? TrainLog() : TrainLog(o.log);
 
@@ -171,10 +172,17 @@ int train_command(const Args& args) {
   const auto optimizer = make_optimizer(o, t, model, comm, device, about);
   DType dtype = DType::f32;
   parse_dtype(o.dtype, dtype);  // a name CLI11 checked
-  if (dtype != DType::f32) {  // --eval-only (check_combinations)
+  if (dtype != DType::f32 && o.eval_only) {
     model.store_weights_as(dtype);
     about += std::string("dtype  the linear layers' weights stored as ") + dtype_name(dtype) + " for the evaluation\n";
   }
+  const nn::Precision& precision = t.run.precision;
+  if (precision.dtype != DType::f32)
+    about += std::string("dtype  mixed precision: linear layers multiply in ") + dtype_name(precision.dtype) +
+             " (fp32 accumulation), fp32 weights and moments" +
+             (precision.scaled() ? ", loss scale " + fixed(precision.loss_scale, 0) : std::string()) + "\n";
+  // Evaluation and the sample run as the steps do (nn::train_step opens its own scope for the forward pass).
+  const ag::Autocast autocast(precision.dtype);
   print_run(o, t, model, device);
   std::cout << about;
   if (t.resuming && !o.eval_only && t.run.step >= t.run.schedule.steps)

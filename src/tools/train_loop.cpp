@@ -21,7 +21,7 @@ std::string run_header(const nn::RunState& run, const nn::DecoderConfig& c, cons
                         {"kv_heads", nn::kv_heads(c)},                       {"layers", c.n_layer},
                         {"heads", c.n_head},   {"width", c.n_embd},        {"block", c.block_size},
                         {"batch", run.batch},  {"steps", run.schedule.steps}, {"lr", run.schedule.lr},
-                        {"seed", run.seed},    {"start_step", run.step}}
+                        {"seed", run.seed},    {"start_step", run.step}, {"dtype", dtype_name(run.precision.dtype)}}
       .dump();
 }
 
@@ -34,7 +34,9 @@ struct Timing {
 
 std::string step_line(const nn::StepReport& r, int total, const Timing& t, const double* val_loss) {
   return "step " + std::to_string(r.step) + "/" + std::to_string(total) + " | loss " + fixed(r.result.loss, 4) +
-         " | lr " + scientific(r.lr) + " | grad norm " + fixed(r.result.grad_norm, 2) + " | " + fixed(t.ms, 1) +
+         " | lr " + scientific(r.lr) + " | grad norm " + fixed(r.result.grad_norm, 2) +
+         (r.result.skipped ? " | skipped: f16 gradients overflowed at loss scale " + fixed(r.result.loss_scale, 0) : "") +
+         " | " + fixed(t.ms, 1) +
          " ms/step | " + fixed(t.tokens_per_s, 0) + " tokens/s" +
          (t.comm_ms ? " | comm " + fixed(*t.comm_ms, 1) + " ms" : "") + " | ETA " + clock_text(t.eta_s) +
          (val_loss != nullptr ? " | val loss " + fixed(*val_loss, 4) : "");

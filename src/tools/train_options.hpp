@@ -19,12 +19,12 @@ struct Options {
 
 // The run settings a user may give again on resume; each remembers whether it was given.
 struct Given {
-  CLI::Option *steps, *batch, *lr, *seed, *block, *layers, *heads, *width, *arch, *kv_heads;
+  CLI::Option *steps, *batch, *lr, *seed, *block, *layers, *heads, *width, *arch, *kv_heads, *dtype;
 };
 
 Given add_options(CLI::App& app, Options& o);
 // The combinations refused before anything is read: --weights-only without --load, --save-every without --save,
-// --dtype other than f32 without --eval-only.
+// --dtype q8_0 or q4_0 without --eval-only, --dtype other than f32 with --eval-only and --save.
 void check_combinations(const Options& o);
 
 std::string fixed(double x, int digits);  // "1.2346"

@@ -101,15 +101,24 @@ std::vector<std::string> apply_changes(nn::RunState& run, const Options& o, cons
 void resolve_run_state(const Options& o, const Given& given, dist::Comm& comm, TrainRun& t) {
   t.resuming = t.checkpoint.training.has_value();
   nn::RunState& run = t.run;
+  DType dtype = DType::f32;
+  parse_dtype(o.dtype, dtype);  // a name CLI11 checked
   if (t.resuming) {
     run = t.checkpoint.training->run;
     t.changed = apply_changes(run, o, given);
+    if (!o.eval_only && given.dtype->count() > 0 && dtype != run.precision.dtype)
+      throw UsageError{"train: --dtype " + o.dtype + ", but the run saved in " + o.load + " trains in " +
+                       dtype_name(run.precision.dtype) + " (a run keeps its dtype; --weights-only starts a new run)"};
   } else {
     run.id = comm.allgather(nn::new_run_id())[0];
     run.schedule = {o.lr, o.lr / 10, nn::default_warmup(o.steps), o.steps};
     run.batch = o.batch;
     run.seed = o.seed;
+    if (!o.eval_only) run.precision.dtype = dtype;
   }
+  if (run.precision.dtype != DType::f32 && comm.distributed())
+    throw UsageError{std::string("train: mixed precision (--dtype ") + dtype_name(run.precision.dtype) +
+                     ") is built for one process, not under mpirun"};
   if (t.resuming && (run.data_bytes != static_cast<std::int64_t>(t.text.size()) || run.data_crc32 != t.text_crc))
     t.data_was = std::to_string(run.data_bytes) + " bytes, CRC " + run.data_crc32;
   run.data_path = t.data_path;
@@ -155,6 +164,7 @@ std::vector<std::pair<std::string, std::string>> agreement(const Options& o, con
           {"sampler_draws", std::to_string(run.sampler_draws)},
           {"data_bytes", std::to_string(run.data_bytes)},
           {"data_crc32", run.data_crc32},
+          {"dtype", dtype_name(run.precision.dtype)},
           {"load", o.load + (o.load.empty() ? "" : "@" + std::to_string(t.checkpoint.step))},
           {"weights_only", std::to_string(o.weights_only)},
           {"eval_only", std::to_string(o.eval_only)},
@@ -189,9 +199,10 @@ TrainRun resolve_run(const Options& o, const Given& given, dist::Comm& comm, ag:
   return t;
 }
 
-void check_memory(const nn::DecoderConfig& c, int windows, bool training, ag::Device device) {
+void check_memory(const nn::DecoderConfig& c, int windows, bool training, ag::Device device, DType dtype) {
   const auto e = nn::estimate_training_memory(
-      {c.n_layer, c.n_head, c.n_embd, c.block_size, c.vocab_size, windows, c.arch, nn::kv_heads(c), nn::mlp_hidden(c)});
+      {c.n_layer, c.n_head, c.n_embd, c.block_size, c.vocab_size, windows, c.arch, nn::kv_heads(c), nn::mlp_hidden(c)},
+      dtype);
   const double need = training ? static_cast<double>(e.total_bytes())
                                : static_cast<double>(e.parameter_bytes) + static_cast<double>(e.activation_bytes);
   refuse_unless_fits("train", need,

@@ -33,6 +33,6 @@ TrainRun resolve_run(const Options& o, const Given& given, dist::Comm& comm, ag:
 
 // Refuses, before anything is allocated, a run whose estimated memory exceeds what the device has free (windows:
 // this rank's share of the batch).
-void check_memory(const nn::DecoderConfig& c, int windows, bool training, ag::Device device);
+void check_memory(const nn::DecoderConfig& c, int windows, bool training, ag::Device device, DType dtype);
 
 }  // namespace ptk::tools

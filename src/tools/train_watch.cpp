@@ -72,6 +72,7 @@ void TrainLog::step(const nn::StepReport& r, double ms, double tokens_per_s, dou
                          {"grad_norm", r.result.grad_norm}, {"ms", ms}, {"tokens_per_s", tokens_per_s},
                          {"elapsed_s", elapsed_s}};
   if (comm_ms >= 0) line["comm_ms"] = comm_ms;
+  if (r.result.loss_scale != 1.0f) line["loss_scale"] = r.result.loss_scale, line["skipped"] = r.result.skipped;
   if (val_loss) line["val_loss"] = *val_loss;
   out_ << line.dump() << '\n' << std::flush;
   if (!out_) throw UsageError{"train: --log " + path_ + ": cannot write (disk full?)"};

@@ -42,8 +42,8 @@ class Progress {
 };
 
 // --log FILE: a header object {"run": {...}} per process, then one object per step with step, loss, lr,
-// grad_norm, ms, tokens_per_s, elapsed_s, comm_ms (data-parallel runs) and, when the validation set was evaluated
-// at that step, val_loss.
+// grad_norm, ms, tokens_per_s, elapsed_s, comm_ms (data-parallel runs), loss_scale and skipped (f16 mixed precision)
+// and, when the validation set was evaluated at that step, val_loss.
 // A resumed run appends to the same file (scripts/plot_training.py keeps the last record of each step).
 class TrainLog {
  public:

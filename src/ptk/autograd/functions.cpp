@@ -52,6 +52,34 @@ Var matmul(const Var& a, const Var& b, bool trans_a, bool trans_b) {
   });
 }
 
+namespace {
+// linear under Autocast(E): X and W rounded to E (cast_of: no range check, no read-back; once per Var, so the q,
+// k and v projections of one input share its copy, and a weight's copy is the one AdamW writes), Y = X_E · W_Eᵀ
+// with fp32 accumulation and Y in f32; backward rounds dY to E too, dX += dY_E · W_E and dW += dY_Eᵀ · X_E into
+// the fp32 gradients. The node keeps X_E and W_E (half the bytes of f32 copies).
+template <class E>
+Var linear_autocast(const Var& x, const Var& weight, const Var& bias, Device device, const Shape& ys) {
+  const auto in = x.shape().back();
+  return on_compute(device, [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    using Tune = typename decltype(tag)::tune;
+    const Tensor<S, E> x2 = cast_of<S, E>(x).reshape({x.numel() / in, in});
+    const Tensor<S, E> w = cast_of<S, E>(weight);
+    Tensor<S> y2 = ops::matmul<S, Tune, E, E>(x2, w, false, true);
+    if (bias.defined()) kernels::bias_forward<S>(y2.rows(), y2.rows(), data_of<S>(bias).flat());
+    return result<S>("linear", y2.reshape(ys), device, {x, weight, bias},
+                     [ix = x.shared(), iw = weight.shared(), ib = bias.defined() ? bias.shared() : nullptr, x2, w](VarImpl& out) {
+                       const Tensor<S> g2 = out_grad<S>(out).reshape({x2.dim(0), w.dim(0)});
+                       const Tensor<S, E> gE = ops::cast<E>(g2);
+                       if (ix->requires_grad)
+                         ops::matmul_accumulate<S, Tune, E, E>(grad_of<S>(*ix).reshape({x2.dim(0), x2.dim(1)}), gE, w);
+                       if (iw->requires_grad) ops::matmul_accumulate<S, Tune, E, E>(grad_of<S>(*iw), gE, x2, true, false);
+                       if (ib && ib->requires_grad) kernels::bias_backward<S, Tune>(grad_of<S>(*ib).flat(), g2.rows());
+                     });
+  });
+}
+}  // namespace
+
 Var linear(const Var& x, const Var& weight, const Var& bias) {
   const Device device = bias.defined() ? check_args("linear", {{"x", x}, {"weight", weight}, {"bias", bias}})
                                        : check_args("linear", {{"x", x}, {"weight", weight}});
@@ -77,6 +105,8 @@ Var linear(const Var& x, const Var& weight, const Var& bias) {
       return result<S>("linear", y2.reshape(ys), device, {}, {});  // no inputs: no graph
     });
   }
+  if (autocast_dtype() == DType::bf16) return linear_autocast<bf16>(x, weight, bias, device, ys);
+  if (autocast_dtype() == DType::f16) return linear_autocast<f16>(x, weight, bias, device, ys);
   return on_compute(device, [&](auto tag) {
     using S = typename decltype(tag)::type;
     using Tune = typename decltype(tag)::tune;
@@ -183,7 +213,7 @@ GradNorm::GradNorm(std::vector<Var> params) : params_(std::move(params)) {
   for (const auto& p : params_) check_args("GradNorm", {{"param", params_.front()}, {"param", p}});
 }
 
-void GradNorm::operator()(const Var& stats, float max_norm) {
+void GradNorm::operator()(const Var& stats, float max_norm, float inv_scale, bool skip_nonfinite) {
   require(stats.numel() >= 2, "GradNorm: stats has shape ", stats.shape(), "; it needs 2 values");
   check_args("GradNorm", {{"param", params_.front()}, {"stats", stats}});
   on_device(stats.device(), [&](auto tag) {
@@ -206,7 +236,7 @@ void GradNorm::operator()(const Var& stats, float max_norm) {
       Kokkos::deep_copy(table.chunks, Kokkos::View<const kernels::GradChunk*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
                                           chunks.data(), chunks.size()));
     }
-    kernels::global_norm<S>(data_of<S>(stats).flat(), table.partial, table.chunks, max_norm);
+    kernels::global_norm<S>(data_of<S>(stats).flat(), table.partial, table.chunks, max_norm, inv_scale, skip_nonfinite);
   });
 }
 
@@ -220,8 +250,15 @@ void adamw_update(const Var& param, const Var& m, const Var& v, const AdamwStep&
     using S = typename decltype(tag)::type;
     const kernels::AdamwStep k{step.lr,           step.beta1,       step.beta2,      step.eps,
                                step.weight_decay, step.correction1, step.correction2};
-    kernels::adamw_update<S>(data_of<S>(param).flat(), data_of<S>(m).flat(), data_of<S>(v).flat(),
-                             param.impl().grad.get<S>().flat(), k, data_of<S>(stats).flat());
+    VarImpl& p = param.impl();
+    const auto update = [&](const auto& copy) {  // and the parameter's Autocast copy, where it has one
+      using E = typename std::decay_t<decltype(copy)>::value_type;
+      kernels::adamw_update<S, E>(data_of<S>(param).flat(), data_of<S>(m).flat(), data_of<S>(v).flat(),
+                                  p.grad.get<S>().flat(), k, data_of<S>(stats).flat(), copy);
+    };
+    if (p.cast_dtype == DType::bf16) update(p.cast.get<S>().as_bf16.flat());
+    else if (p.cast_dtype == DType::f16) update(p.cast.get<S>().as_f16.flat());
+    else update(Kokkos::View<float*, Kokkos::LayoutRight, S>());
   });
 }
 

@@ -52,7 +52,8 @@ Var rope(const Var& x, int n_head, int pos_offset = 0, float base = 10000.0f);
 class GradNorm {
  public:
   explicit GradNorm(std::vector<Var> params);
-  void operator()(const Var& stats, float max_norm);
+  // stats: [2], or [3] for the skip flag (kernels/adamw.hpp). inv_scale: 1 / the loss scale the gradients carry.
+  void operator()(const Var& stats, float max_norm, float inv_scale = 1.0f, bool skip_nonfinite = false);
 
  private:
   std::vector<Var> params_;

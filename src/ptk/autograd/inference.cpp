@@ -111,7 +111,15 @@ void accumulate_linear(const Var& x, const Var& a, const Var& weight, const Var&
     const auto rows = a.numel() / ws[1];
     const Tensor<S> x2 = data_of<S>(x).reshape({rows, ws[0]}), a2 = data_of<S>(a).reshape({rows, ws[1]});
     const Tensor<S> b = bias.defined() ? data_of<S>(bias) : Tensor<S>();
-    if (weight.dtype() == DType::f32)
+    const auto autocast = [&](auto e) {  // as ag::linear under Autocast: operands rounded, fp32 accumulation
+      using E = decltype(e);
+      ops::matmul_accumulate<S, Tune, E, E>(x2, cast_of<S, E>(a).reshape({rows, ws[1]}), cast_of<S, E>(weight), false, true);
+      if (b.defined()) kernels::bias_forward<S>(x2.rows(), x2.rows(), b.flat());
+    };
+    x.impl().drop_cast();  // x changes
+    if (weight.dtype() == DType::f32 && autocast_dtype() == DType::bf16) autocast(bf16{});
+    else if (weight.dtype() == DType::f32 && autocast_dtype() == DType::f16) autocast(f16{});
+    else if (weight.dtype() == DType::f32)
       ops::linear_accumulate<S, Tune>(x2, a2, data_of<S>(weight), b);
     else  // a weight stored for inference (Var::store_as)
       with_stored<S>(weight, [&](const auto& w) { ops::linear_accumulate<S, Tune>(x2, a2, w, b); });

@@ -10,6 +10,7 @@
 #include "ptk/core/runtime.hpp"
 #include "ptk/core/tensor.hpp"
 #include "ptk/kernels/tuning.hpp"
+#include "ptk/ops/convert.hpp"
 
 namespace ptk::ag {
 
@@ -89,6 +90,15 @@ struct VarImpl {
   std::shared_ptr<Node> grad_fn;
   DType dtype = DType::f32;  // not f32: `stored` holds the data (store_as), `data` is empty
   PerSpace<Stored<HostSpace>, Stored<DeviceSpace>> stored;
+  // The f32 data rounded to bf16 or f16 for the linear layers of an Autocast scope (cast_of): made on first use; a
+  // parameter's is kept current by adamw_update, and anything else that writes the data (assign, an in-place
+  // accumulate_linear) drops it. cast_dtype f32: none.
+  DType cast_dtype = DType::f32;
+  PerSpace<Stored<HostSpace>, Stored<DeviceSpace>> cast;
+  void drop_cast() {
+    cast_dtype = DType::f32;
+    cast = {};
+  }
 };
 
 struct IdsImpl {
@@ -126,6 +136,20 @@ Tensor<S, E>& stored_of(const Var& v) {
           dtype_name(Element<E>::dtype));
   if constexpr (std::is_same_v<E, float>) return v.impl().data.get<S>();
   else return v.impl().stored.get<S>().template get<E>();
+}
+
+// v's values rounded to E (bf16 or f16), made once per Var and E (see VarImpl::cast). A parameter's copy lives
+// across steps, so it never takes a buffer from the reuse cache.
+template <class S, class E>
+const Tensor<S, E>& cast_of(const Var& v) {
+  VarImpl& impl = v.impl();
+  if (impl.cast_dtype != Element<E>::dtype) {
+    impl.drop_cast();
+    const bool parameter = !impl.grad_fn && impl.requires_grad;
+    impl.cast.get<S>().template get<E>() = ops::cast<E>(data_of<S>(v), parameter);
+    impl.cast_dtype = Element<E>::dtype;
+  }
+  return impl.cast.get<S>().template get<E>();
 }
 
 // The gradient of v, allocated (zero) when it is first needed. A leaf's (a parameter's) lives across

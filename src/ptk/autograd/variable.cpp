@@ -14,6 +14,7 @@ namespace ptk::ag {
 
 namespace {
 thread_local bool g_grad_enabled = true;
+thread_local DType g_autocast = DType::f32;
 
 using HostFloats = Kokkos::View<float*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
 }  // namespace
@@ -70,6 +71,7 @@ void Var::assign(const std::vector<float>& values) const {
     using S = typename decltype(tag)::type;
     Kokkos::deep_copy(data_of<S>(*this).storage(), HostFloats(const_cast<float*>(values.data()), values.size()));
   });
+  impl().drop_cast();
 }
 
 float Var::item() const {
@@ -119,9 +121,11 @@ void Var::zero_grad() const {
   });
 }
 
-void Var::backward() const { backward({}); }
+void Var::backward() const { backward_scaled(1.0f); }
 
-void Var::backward(const std::function<void(const Var& leaf)>& leaf_done) const {
+void Var::backward(const std::function<void(const Var& leaf)>& leaf_done) const { backward_scaled(1.0f, leaf_done); }
+
+void Var::backward_scaled(float seed, const std::function<void(const Var& leaf)>& leaf_done) const {
   require(numel() == 1, "ptk::ag::Var::backward: the loss must have one element, got shape ", shape());
   require(requires_grad(), "ptk::ag::Var::backward: the loss does not require a gradient (no parameter that requires "
                            "one reaches it, or it was computed under NoGrad)");
@@ -153,7 +157,7 @@ void Var::backward(const std::function<void(const Var& leaf)>& leaf_done) const 
 
   on_device(device(), [&](auto tag) {
     using S = typename decltype(tag)::type;
-    fill<S>(grad_of<S>(*impl_).storage(), 1.0f);
+    fill<S>(grad_of<S>(*impl_).storage(), seed);
   });
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     VarImpl& var = **it;
@@ -252,5 +256,13 @@ std::vector<std::vector<float>> read_together(const std::vector<Var>& vars) {
 bool grad_enabled() { return g_grad_enabled; }
 NoGrad::NoGrad() : previous_(g_grad_enabled) { g_grad_enabled = false; }
 NoGrad::~NoGrad() { g_grad_enabled = previous_; }
+
+DType autocast_dtype() { return g_autocast; }
+Autocast::Autocast(DType dtype) : previous_(g_autocast) {
+  require(dtype == DType::f32 || dtype == DType::bf16 || dtype == DType::f16, "ptk::ag::Autocast: ",
+          dtype_name(dtype), " is a storage type for inference weights; autocast takes f32, bf16 or f16");
+  g_autocast = dtype;
+}
+Autocast::~Autocast() { g_autocast = previous_; }
 
 }  // namespace ptk::ag

@@ -10,6 +10,7 @@
 //   runs once with its complete output gradient; then it releases the graph (nodes, saved tensors and the
 //   intermediate gradients), so nothing outlives the step but the leaves' .grad.
 // - NoGrad: a scope that records nothing (evaluation, sampling, optimizer updates).
+// - Autocast: a scope whose linear layers multiply in bf16 or f16 (mixed-precision training; functions.hpp).
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -68,6 +69,8 @@ class Var {
   // The same, calling leaf_done(leaf) for each leaf as soon as the last node that adds into its gradient has run
   // (its gradient is final while the rest of the backward pass goes on: data parallelism starts reducing it there).
   void backward(const std::function<void(const Var& leaf)>& leaf_done) const;
+  // The same with d loss / d loss = seed instead of 1: the gradients of seed · loss (f16 loss scaling).
+  void backward_scaled(float seed, const std::function<void(const Var& leaf)>& leaf_done = {}) const;
   bool has_graph() const;  // a node is attached (false for leaves and after backward)
 
   VarImpl& impl() const;
@@ -98,6 +101,8 @@ class Ids {
 };
 
 bool grad_enabled();
+// The type linear layers multiply in: f32, or bf16 / f16 inside an Autocast scope.
+DType autocast_dtype();
 
 // While alive, the tensors that ops create reuse cached device buffers of the same size instead of
 // allocating (core/buffer_pool.hpp): a training loop holds one, so its steady-state steps allocate
@@ -126,6 +131,20 @@ class NoGrad {
 
  private:
   bool previous_;
+};
+
+// While alive, ag::linear on f32 weights rounds its input and weight to `dtype` (bf16 or f16; f32: no change)
+// and multiplies them with fp32 accumulation, forward and backward (its output gradient is rounded too); every
+// other op keeps fp32, as PyTorch's autocast does for norms, softmax and the loss. Nested scopes restore.
+class Autocast {
+ public:
+  explicit Autocast(DType dtype);
+  ~Autocast();
+  Autocast(const Autocast&) = delete;
+  Autocast& operator=(const Autocast&) = delete;
+
+ private:
+  DType previous_;
 };
 
 }  // namespace ptk::ag

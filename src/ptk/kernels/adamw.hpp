@@ -1,12 +1,16 @@
 #pragma once
-// global_norm:  stats[0] = sqrt(Σ over the gradient chunks Σ g²), stats[1] = min(1, max_norm / stats[0]) (1 when
-//               max_norm <= 0): the clipping factor, left on the device for adamw_update.
+// global_norm:  stats[0] = s · sqrt(Σ over the gradient chunks Σ g²), stats[1] = s · min(1, max_norm / stats[0]) (s when
+//               max_norm <= 0): the clipping factor, left on the device for adamw_update; s = 1 / the loss scale
+//               (1 unscaled). stats[2], where stats has it: 1 when the norm is not finite and skip_nonfinite is set.
 // adamw_update: g = grad·stats[1]; m = β1 m + (1-β1) g; v = β2 v + (1-β2) g²;
-//               param -= lr (m / c1 / (sqrt(v / c2) + eps) + weight_decay · param), c1, c2 the bias corrections.
+//               param -= lr (m / c1 / (sqrt(v / c2) + eps) + weight_decay · param), c1, c2 the bias corrections;
+//               nothing when stats[2] is 1 (a skipped step: param, m and v stay as they were); with E bf16 or f16,
+//               copy = param rounded to E as well (the copy a mixed-precision forward multiplies with, ag::Autocast).
 // scale:        g *= factor.
 #include <Kokkos_Core.hpp>
 
 #include "ptk/core/compat.hpp"
+#include "ptk/core/dtype.hpp"
 #include "ptk/kernels/instances.hpp"
 #include "ptk/core/tensor.hpp"
 
@@ -24,7 +28,7 @@ constexpr int grad_chunk_size = 1 << 16;
 // partials in chunk order. The result depends on the chunking alone: the same run to run.
 template <class Space>
 void global_norm(const Vector<Space>& stats, const Kokkos::View<double*, Space>& partial,
-                 const Kokkos::View<GradChunk*, Space>& chunks, float max_norm) {
+                 const Kokkos::View<GradChunk*, Space>& chunks, float max_norm, float inv_scale, bool skip_nonfinite) {
   using Team = typename Kokkos::TeamPolicy<Space>::member_type;
   const int n = static_cast<int>(chunks.extent(0));
   if (n > 0)
@@ -42,9 +46,11 @@ void global_norm(const Vector<Space>& stats, const Kokkos::View<double*, Space>&
       "ptk::global_norm", Kokkos::RangePolicy<Space>(0, 1), KOKKOS_LAMBDA(const int) {
         double squares = 0.0;
         for (int c = 0; c < n; ++c) squares += partial(c);
-        const double norm = compat::sqrt(squares);
+        const double norm = compat::sqrt(squares) * inv_scale;
+        const bool skip = skip_nonfinite && !(norm <= 1.7976931348623157e308);  // inf or NaN
         stats(0) = static_cast<float>(norm);
-        stats(1) = max_norm > 0 && norm > max_norm ? static_cast<float>(max_norm / norm) : 1.0f;
+        stats(1) = skip ? 0.0f : max_norm > 0 && norm > max_norm ? static_cast<float>(max_norm / norm * inv_scale) : inv_scale;
+        if (stats.extent(0) > 2) stats(2) = skip ? 1.0f : 0.0f;
       });
 }
 
@@ -60,18 +66,25 @@ struct AdamwStep {
   float correction1, correction2;  // 1 - β1^t, 1 - β2^t
 };
 
-template <class Space>
+// E = float: no copy (copy is not read).
+template <class Space, class E = float>
 void adamw_update(const Vector<Space>& param, const Vector<Space>& m, const Vector<Space>& v,
-                  const ConstVector<Space>& grad, const AdamwStep& s, const ConstVector<Space>& stats) {
+                  const ConstVector<Space>& grad, const AdamwStep& s, const ConstVector<Space>& stats,
+                  const Kokkos::View<E*, Kokkos::LayoutRight, Space>& copy = {}) {
+  constexpr bool copies = !std::is_same_v<E, float>;
+  const bool flagged = stats.extent(0) > 2;
   Kokkos::parallel_for(
       "ptk::adamw_update", Kokkos::RangePolicy<Space>(0, static_cast<int>(param.extent(0))), KOKKOS_LAMBDA(const int i) {
+        if (flagged && stats(2) != 0.0f) return;
         const float g = grad(i) * stats(1);
         const float mi = s.beta1 * m(i) + (1.0f - s.beta1) * g;
         const float vi = s.beta2 * v(i) + (1.0f - s.beta2) * g * g;
         m(i) = mi;
         v(i) = vi;
         const float update = (mi / s.correction1) / (compat::sqrt(vi / s.correction2) + s.eps);
-        param(i) -= s.lr * (update + s.weight_decay * param(i));
+        const float p = param(i) - s.lr * (update + s.weight_decay * param(i));
+        param(i) = p;
+        if constexpr (copies) copy(i) = round_to<E>(p);
       });
 }
 
@@ -80,9 +93,11 @@ void adamw_update(const Vector<Space>& param, const Vector<Space>& m, const Vect
 // Explicit instantiations (instances.hpp): compiled once, in src/ptk/kernels/inst/, for every space and tuning the
 // build has; declared extern here so that no other translation unit compiles these kernels again.
 #define PTK_ADAMW_SPACE_INSTANCES(EXT, Space) \
-  EXT template void global_norm<Space>(const Vector<Space>& stats, const Kokkos::View<double*, Space>& partial, const Kokkos::View<GradChunk*, Space>& chunks, float max_norm); \
+  EXT template void global_norm<Space>(const Vector<Space>& stats, const Kokkos::View<double*, Space>& partial, const Kokkos::View<GradChunk*, Space>& chunks, float max_norm, float inv_scale, bool skip_nonfinite); \
   EXT template void scale<Space>(const Vector<Space>& g, float factor); \
-  EXT template void adamw_update<Space>(const Vector<Space>& param, const Vector<Space>& m, const Vector<Space>& v, const ConstVector<Space>& grad, const AdamwStep& s, const ConstVector<Space>& stats);
+  EXT template void adamw_update<Space, float>(const Vector<Space>& param, const Vector<Space>& m, const Vector<Space>& v, const ConstVector<Space>& grad, const AdamwStep& s, const ConstVector<Space>& stats, const Kokkos::View<float*, Kokkos::LayoutRight, Space>& copy); \
+  EXT template void adamw_update<Space, bf16>(const Vector<Space>& param, const Vector<Space>& m, const Vector<Space>& v, const ConstVector<Space>& grad, const AdamwStep& s, const ConstVector<Space>& stats, const Kokkos::View<bf16*, Kokkos::LayoutRight, Space>& copy); \
+  EXT template void adamw_update<Space, f16>(const Vector<Space>& param, const Vector<Space>& m, const Vector<Space>& v, const ConstVector<Space>& grad, const AdamwStep& s, const ConstVector<Space>& stats, const Kokkos::View<f16*, Kokkos::LayoutRight, Space>& copy);
 namespace ptk::kernels {
 PTK_FOR_EACH_SPACE(PTK_ADAMW_SPACE_INSTANCES, extern)
 }  // namespace ptk::kernels

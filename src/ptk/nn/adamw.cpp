@@ -15,7 +15,7 @@ std::vector<ag::Var> vars_of(const NamedParameters& params) {
 Adamw::Adamw(const NamedParameters& params, const AdamwConfig& config)
     : params_(params),
       grad_norm_(vars_of(params)),
-      stats_(ag::Var::zeros({2}, params.front().second.device())),
+      stats_(ag::Var::zeros({3}, params.front().second.device())),
       config_(config) {
   for (const auto& np : params_) {
     m_.push_back(ag::Var::zeros(np.second.shape(), np.second.device()));
@@ -24,8 +24,8 @@ Adamw::Adamw(const NamedParameters& params, const AdamwConfig& config)
   }
 }
 
-const ag::Var& Adamw::step(float lr) {
-  grad_norm_(stats_, config_.max_grad_norm);
+const ag::Var& Adamw::step(float lr, float inv_scale, bool skip_nonfinite) {
+  grad_norm_(stats_, config_.max_grad_norm, inv_scale, skip_nonfinite);
   ++t_;
   ag::AdamwStep s = adamw_step(config_, t_, lr);
   for (std::size_t i = 0; i < params_.size(); ++i) {

@@ -19,10 +19,14 @@ class Adamw {
  public:
   Adamw(const NamedParameters& params, const AdamwConfig& config);
 
-  // One update of every parameter from its gradient at learning rate lr. Returns a Var [2] on the
-  // parameters' device: the global gradient norm before clipping and the clipping factor applied
-  // (nothing is read back here; see ag::read_together).
-  const ag::Var& step(float lr);
+  // One update of every parameter from its gradient at learning rate lr. Returns a Var [3] on the
+  // parameters' device: the global gradient norm before clipping, the factor applied to the gradients (clipping and
+  // 1 / loss scale) and 1 when the step was skipped (nothing is read back here; see ag::read_together).
+  // inv_scale: 1 / the loss scale the gradients carry; skip_nonfinite: a non-finite gradient norm leaves every
+  // parameter and moment as it was (stats[2] = 1, on the device; then call take_back_step).
+  const ag::Var& step(float lr, float inv_scale = 1.0f, bool skip_nonfinite = false);
+  // The step just taken was skipped: it does not count (the next step's bias corrections are those it would have had).
+  void take_back_step() { --t_; }
   int steps_taken() const { return t_; }
 
   // The moments under "m.<name>" and "v.<name>" (checkpointed beside the model), and their restore.

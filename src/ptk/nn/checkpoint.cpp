@@ -156,7 +156,10 @@ std::map<std::string, std::string> run_metadata(const RunState& r, int optimizer
           {"sampler_draws", std::to_string(r.sampler_draws)},
           {"data_path", r.data_path},
           {"data_bytes", std::to_string(r.data_bytes)},
-          {"data_crc32", r.data_crc32}};
+          {"data_crc32", r.data_crc32},
+          {"dtype", dtype_name(r.precision.dtype)},
+          {"loss_scale", exact(r.precision.loss_scale)},
+          {"loss_scale_good_steps", std::to_string(r.precision.good_steps)}};
 }
 
 RunState parse_run(const std::map<std::string, std::string>& m, const std::string& path) {
@@ -173,6 +176,16 @@ RunState parse_run(const std::map<std::string, std::string>& m, const std::strin
   r.data_path = metadata_text(m, path, "data_path");
   r.data_bytes = static_cast<std::int64_t>(metadata_u64(m, path, "data_bytes", std::uint64_t{1} << 62));
   r.data_crc32 = metadata_text(m, path, "data_crc32");
+  if (m.count("dtype")) {  // absent from the states of runs saved before mixed precision: f32
+    const std::string& dtype = metadata_text(m, path, "dtype");
+    if (!parse_dtype(dtype, r.precision.dtype) || !(r.precision.dtype == DType::f32 || r.precision.dtype == DType::bf16 ||
+                                                    r.precision.dtype == DType::f16))
+      throw foreign(path, "__metadata__ 'dtype' is '" + dtype + "', not f32, bf16 or f16");
+    r.precision.loss_scale = metadata_float(m, path, "loss_scale");
+    if (!(r.precision.loss_scale > 0))
+      throw foreign(path, "__metadata__ 'loss_scale' is 0; a loss scale is positive");
+    r.precision.good_steps = metadata_int(m, path, "loss_scale_good_steps");
+  }
   return r;
 }
 

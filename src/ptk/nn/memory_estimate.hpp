@@ -29,6 +29,11 @@
 // down_proj C, residual C (= 9·C + 3·K + 4·F + 2); the lse (B·H·T) as for gpt2; outside the blocks, per token,
 // the embedding C, the final norm C and its 1/rms (1), the loss (1), the logits and their softmax (2·V):
 //     A = L·(B·T·(9·C + 3·K + 4·F + 2) + B·H·T) + B·T·(2·C + 2) + 2·B·T·V
+// Mixed precision (ptk train --dtype bf16|f16, ag::Autocast) adds, at 2 bytes a value: the 16-bit copy of every
+// linear layer's weight (P_lin: gpt2 L·12·C² + V·C, the tied head; llama L·(2·C² + 2·K·C + 3·F·C) + V·C), and the
+// 16-bit copy of every linear layer's input, which its node keeps for dW (per token gpt2 L·7·C + C: ln1 out, attention
+// out, ln2 out, gelu out and the final layernorm's; llama L·(3·C + F) + C). The f32 activations stay as counted:
+// the nodes still hold the Vars they came from, so this design trades no memory for its 16-bit GEMMs yet.
 // Not counted: the framework's workspace, allocator slack and the CUDA context (~0.5 GiB).
 #include <cstdint>
 #include <limits>
@@ -50,9 +55,10 @@ struct MemoryEstimate {
   std::int64_t activations = 0;
   std::int64_t parameter_bytes = 0, gradient_bytes = 0, optimizer_bytes = 0, activation_bytes = 0,
                activation_gradient_bytes = 0;
+  std::int64_t copy_bytes = 0;  // mixed precision: the 16-bit copies of the linear layers' weights and inputs
   std::int64_t total_bytes() const {
     return saturate(static_cast<double>(parameter_bytes) + gradient_bytes + optimizer_bytes + activation_bytes +
-                    activation_gradient_bytes);
+                    activation_gradient_bytes + copy_bytes);
   }
 
   // Every count is evaluated in double (exact below 2^53, which covers every model that fits in memory), sums and
@@ -110,8 +116,19 @@ constexpr std::int64_t llama_activations(const ModelShape& m) {
   return MemoryEstimate::saturate(llama_activation_count(m, static_cast<double>(m.layers), static_cast<double>(m.context)));
 }
 
-constexpr MemoryEstimate estimate_training_memory(const ModelShape& m) {
+// The values mixed precision keeps a 16-bit copy of (above): linear weights and, at batch B, linear inputs.
+constexpr double mixed_precision_copies(const ModelShape& m) {
+  const double L = m.layers, C = m.channels, T = m.context, V = m.vocab, B = m.batch;
+  if (m.arch == Arch::llama) {
+    const double K = llama_kv_width(m), F = llama_ffn(m);
+    return L * (2 * C * C + 2 * K * C + 3 * F * C) + V * C + B * T * (L * (3 * C + F) + C);
+  }
+  return L * 12 * C * C + V * C + B * T * (L * 7 * C + C);
+}
+
+constexpr MemoryEstimate estimate_training_memory(const ModelShape& m, DType dtype = DType::f32) {
   MemoryEstimate e;
+  if (dtype == DType::bf16 || dtype == DType::f16) e.copy_bytes = MemoryEstimate::saturate(2 * mixed_precision_copies(m));
   constexpr double f = sizeof(float);
   e.parameters = m.arch == Arch::llama ? llama_parameters(m) : gpt2_parameters(m);
   e.activations = m.arch == Arch::llama ? llama_activations(m) : gpt2_activations(m);

@@ -7,7 +7,9 @@ namespace ptk::nn {
 LocalOptimizer::LocalOptimizer(const Decoder& model, const AdamwConfig& config)
     : model_(model), adamw_(model.parameters(), config) {}
 
-StepResult LocalOptimizer::step(const Batch& batch, float lr, bool&) { return train_step(model_, adamw_, batch, lr); }
+StepResult LocalOptimizer::step(const Batch& batch, float lr, Precision& precision, bool&) {
+  return train_step(model_, adamw_, batch, lr, precision);
+}
 
 double LocalOptimizer::evaluate(const std::vector<int>& tokens, int batch) const {
   return nn::evaluate(model_, tokens, batch);
@@ -23,7 +25,9 @@ DataParallelOptimizer::DataParallelOptimizer(const Decoder& model, const AdamwCo
                                              const DataParallelOptions& options)
     : model_(model), comm_(comm), adamw_(model, config, comm, options) {}
 
-StepResult DataParallelOptimizer::step(const Batch& batch, float lr, bool& stop) {
+StepResult DataParallelOptimizer::step(const Batch& batch, float lr, Precision& precision, bool& stop) {
+  require(precision.dtype == DType::f32, "train: data-parallel training runs in f32 (mixed precision, --dtype ",
+          dtype_name(precision.dtype), ", is built for one process)");
   return train_step(model_, adamw_, comm_, batch, lr, stop);
 }
 

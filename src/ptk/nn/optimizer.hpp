@@ -24,7 +24,8 @@ class Optimizer {
   // zero_grad, forward, backward and update on `batch`, the global batch (a rank of a data-parallel run trains on
   // its share; the loss is the whole batch's). stop: in, this process was asked to stop after this step; out, some
   // process was (every rank returns the same).
-  virtual StepResult step(const Batch& batch, float lr, bool& stop) = 0;
+  // precision: the run's (train.hpp); a data-parallel run takes f32 only.
+  virtual StepResult step(const Batch& batch, float lr, Precision& precision, bool& stop) = 0;
   // Whether this process may stop between two steps on its own: one process may; the ranks of a data-parallel run
   // stop only after a step whose reduction told all of them, so that none leaves another waiting in a collective.
   virtual bool stops_alone() const = 0;
@@ -41,7 +42,7 @@ class Optimizer {
 class LocalOptimizer final : public Optimizer {
  public:
   LocalOptimizer(const Decoder& model, const AdamwConfig& config);
-  StepResult step(const Batch& batch, float lr, bool& stop) override;
+  StepResult step(const Batch& batch, float lr, Precision& precision, bool& stop) override;
   bool stops_alone() const override { return true; }
   double evaluate(const std::vector<int>& tokens, int batch) const override;
   void save(const std::string& path, const Vocab& vocab, const RunState& run) const override;
@@ -59,7 +60,7 @@ class DataParallelOptimizer final : public Optimizer {
  public:
   // Every rank must construct it.
   DataParallelOptimizer(const Decoder& model, const AdamwConfig& config, dist::Comm& comm, const DataParallelOptions& options);
-  StepResult step(const Batch& batch, float lr, bool& stop) override;
+  StepResult step(const Batch& batch, float lr, Precision& precision, bool& stop) override;
   bool stops_alone() const override { return false; }
   double evaluate(const std::vector<int>& tokens, int batch) const override;
   // Gathers the moments to rank 0 and compares the ranks' parameters (a CollectiveError if they differ) first.

@@ -19,13 +19,40 @@ ag::Ids ids(const std::vector<int>& values, int B, int T, ag::Device device) {
 // One upload (inputs and targets together) and one read-back (the loss and the gradient norm together)
 // per step; everything else stays on the device.
 StepResult train_step(const Decoder& model, Adamw& optimizer, const Batch& batch, float lr) {
+  Precision f32;
+  return train_step(model, optimizer, batch, lr, f32);
+}
+
+StepResult train_step(const Decoder& model, Adamw& optimizer, const Batch& batch, float lr, Precision& precision) {
   model.zero_grad();
   const auto io = ag::Ids::from_vectors({batch.B, batch.T}, {&batch.inputs, &batch.targets}, model.device());
-  const ag::Var loss = model.loss(io[0], io[1], batch.B, batch.T);
-  loss.backward();
-  const ag::Var& stats = optimizer.step(lr);
+  ag::Var loss;
+  {
+    ag::Autocast autocast(precision.dtype);
+    loss = model.loss(io[0], io[1], batch.B, batch.T);
+  }
+  const float scale = precision.scaled() ? precision.loss_scale : 1.0f;
+  loss.backward_scaled(scale);
+  // The skip is decided on the device (stats[2]); the update reads it there, so nothing waits for it here.
+  const ag::Var& stats = optimizer.step(lr, 1.0f / scale, precision.scaled());
   const auto values = ag::read_together({loss, stats});
-  return StepResult{values[0][0], values[1][0]};
+  StepResult r{values[0][0], values[1][0], false, scale};
+  if (precision.scaled()) {
+    r.skipped = values[1][2] != 0.0f;
+    if (r.skipped) optimizer.take_back_step();
+    precision.update(r.skipped);
+  }
+  return r;
+}
+
+void Precision::update(bool overflow) {
+  if (overflow) {
+    loss_scale *= 0.5f;
+    good_steps = 0;
+  } else if (++good_steps == growth_interval) {
+    loss_scale *= 2.0f;
+    good_steps = 0;
+  }
 }
 
 StepResult train_step(const Decoder& model, DataParallelAdamw& optimizer, dist::Comm& comm, const Batch& batch, float lr,
@@ -64,7 +91,7 @@ StepReport Trainer::step(bool stop_requested) {
   StepReport r;
   r.lr = state_.schedule.at(state_.step);
   r.stop = stop_requested;
-  r.result = optimizer_.step(sampler_.next(), r.lr, r.stop);
+  r.result = optimizer_.step(sampler_.next(), r.lr, state_.precision, r.stop);
   r.step = ++state_.step;
   state_.sampler_draws = sampler_.draws();
   return r;

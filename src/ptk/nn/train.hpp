@@ -20,11 +20,28 @@ namespace ptk::nn {
 
 struct StepResult {
   float loss = 0.0f;       // the batch's mean cross-entropy before the update
-  float grad_norm = 0.0f;  // global gradient norm before clipping
+  float grad_norm = 0.0f;  // global gradient norm before clipping (unscaled; inf or NaN on a skipped step)
+  bool skipped = false;    // f16: the scaled gradients overflowed, nothing was updated and the scale halved
+  float loss_scale = 1.0f; // the scale this step's loss was multiplied by
 };
 
-// zero_grad, forward, backward, AdamW update at learning rate lr.
+// Mixed precision (`ptk train --dtype`): the linear layers multiply in `dtype` (ag::Autocast: inputs, weights and
+// output gradients rounded to bf16 or f16, fp32 accumulation) while the weights, AdamW's moments, the other ops and
+// the loss stay fp32. f16 also scales the loss (PyTorch GradScaler's rule): the backward pass starts from
+// loss_scale, the update divides it out; a step whose gradient norm is not finite is skipped and halves the scale,
+// growth_interval good steps in a row double it. Part of the run's state: a resumed run continues the same scale.
+struct Precision {
+  DType dtype = DType::f32;
+  float loss_scale = 65536.0f;  // f16 only (2^16, GradScaler's initial scale)
+  int good_steps = 0;           // f16: finite steps since the scale last changed
+  static constexpr int growth_interval = 2000;
+  bool scaled() const { return dtype == DType::f16; }
+  void update(bool overflow);  // after a step under the scale
+};
+
+// zero_grad, forward, backward, AdamW update at learning rate lr (in `precision`, updated when it scales the loss).
 StepResult train_step(const Decoder& model, Adamw& optimizer, const Batch& batch, float lr);
+StepResult train_step(const Decoder& model, Adamw& optimizer, const Batch& batch, float lr, Precision& precision);
 // The same step over the ranks of comm: this rank trains on its share of the global batch (nn/data_parallel.hpp).
 // The loss is the global batch's mean (the shares' losses weighted and summed over the ranks). stop: in, this rank
 // was asked to stop; out, some rank was (every rank returns the same).
@@ -51,6 +68,7 @@ struct RunState {
   std::string data_path;            // the training text (a resumed run reads it again unless given another),
   std::int64_t data_bytes = 0;      // its size and CRC-32: a resumed run warns when they differ
   std::string data_crc32;
+  Precision precision;              // the dtype the run trains in and, for f16, its loss scale
 };
 
 std::string new_run_id();

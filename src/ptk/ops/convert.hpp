@@ -37,6 +37,18 @@ Tensor<Space, E> convert(const Tensor<Space>& x, const char* name = "x") {
   return y;
 }
 
+// cast<E>(x): x rounded to bf16 or f16 with no range check and no read-back (a mixed-precision step's operands,
+// ag::Autocast): a finite value past E's range becomes an infinity, as IEEE rounding says, and the step's gradient
+// norm sees it (f16 loss scaling skips that step).
+// persistent: the result outlives a step (a parameter's copy), so it takes no buffer from the reuse cache.
+template <class E, class Space>
+Tensor<Space, E> cast(const Tensor<Space>& x, bool persistent = false) {
+  static_assert(std::is_same_v<E, bf16> || std::is_same_v<E, f16>, "cast rounds to bf16 or f16");
+  auto y = persistent ? Tensor<Space, E>::persistent(x.shape(), "ptk::cast") : Tensor<Space, E>::uninitialized(x.shape(), "ptk::cast");
+  kernels::convert<Space, E>(y.flat(), x.flat());
+  return y;
+}
+
 template <class Space, class E>
 Tensor<Space> to_f32(const Tensor<Space, E>& x) {
   check_tensor("to_f32", "x", x, 1, 8);
