@@ -12,7 +12,8 @@
 #      dtype (bench_kv.json), then PyTorch's ops at the same shapes on the same GPU
 #      (scripts/device_torch.py: torch.json; 16-bit GEMMs in PyTorch's 16-bit types), and a ratio
 #      table (report.md) by scripts/device_report.py;
-#   4. a short `ptk train` on the GPU (train.log).
+#   4. a short `ptk train` on the GPU (train.log), and fp32 against bf16 and f16 mixed precision over 300 steps
+#      (scripts/mixed_precision_curves.py: mixed_precision.md).
 # The carried build needs only libcudart.so.11.0 (carried) and the driver's libcuda.so.1.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -75,4 +76,10 @@ step "ptk train on the GPU (100 steps)"
 timeout 90 .device/ptk train --steps 100 --data data/kjv_genesis_exodus.txt > "$out/train.log" 2>&1
 echo "ptk train exit $?" | tee -a "$out/train.log"
 tail -4 "$out/train.log"
+
+step "mixed-precision training against fp32 on the GPU (300 steps each of f32, bf16, f16)"
+timeout 150 python3 scripts/mixed_precision_curves.py .device/ptk --steps 300 -- --data data/kjv_genesis_exodus.txt \
+  > "$out/mixed_precision.md" 2> "$out/mixed_precision.log"
+echo "mixed_precision_curves exit $?" | tee -a "$out/mixed_precision.log"
+cat "$out/mixed_precision.md"
 step "done"

@@ -38,8 +38,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("ptk")
     ap.add_argument("--steps", type=int, default=300)
-    ap.add_argument("extra", nargs="*", help="more ptk train options (after --)")
-    args = ap.parse_args()
+    argv = sys.argv[1:]
+    cut = argv.index("--") if "--" in argv else len(argv)  # what follows -- goes to ptk train as it is
+    args = ap.parse_args(argv[:cut])
+    args.extra = argv[cut + 1:]
     with tempfile.TemporaryDirectory() as tmp:
         runs = {d: train(args.ptk, d, args.steps, args.extra, os.path.join(tmp, d + ".jsonl")) for d in DTYPES}
     ref = runs["f32"]

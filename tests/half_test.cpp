@@ -18,6 +18,7 @@
 #include "parity.hpp"
 #include "ptk/core/half.hpp"
 #include "ptk/core/tensor.hpp"
+#include "ptk/kernels/convert.hpp"
 
 namespace ptk::test {
 namespace {
@@ -173,6 +174,38 @@ TEST(Half, ConversionsInAKernelMatchTheHost) {
       ASSERT_TRUE(same(host_back[2 * i], to_float(f16{host(i, 0)}))) << Space::name() << " f16 back, " << xs[i];
       ASSERT_TRUE(same(host_back[2 * i + 1], to_float(bf16{host(i, 1)}))) << Space::name() << " bf16 back, " << xs[i];
     }
+  });
+}
+
+// kernels::convert to f16 (on a host with AVX-512, VCVTPS2PH 16 at a time; elsewhere to_f16 per value) gives
+// to_f16's bits on every space: every f16 value, the midpoints between neighbours and a float either side (the
+// ties), NaNs with payloads and signs, the overflow threshold, float subnormals, and 2^20 random bit patterns;
+// 2^20 + 7 values, so the vector path's tail runs too.
+TEST(Half, VectorF16RoundingMatchesToF16) {
+  std::vector<float> xs;
+  for (std::uint32_t p = 0; p < 0x7c00u; ++p) {
+    const float v = to_float(f16{static_cast<std::uint16_t>(p)}), next = to_float(f16{static_cast<std::uint16_t>(p + 1)});
+    const float mid = static_cast<float>((static_cast<double>(v) + next) / 2);
+    for (float x : {v, mid, std::nextafter(mid, 0.0f), std::nextafter(mid, 1e30f)}) {
+      xs.push_back(x);
+      xs.push_back(-x);
+    }
+  }
+  for (float x : {65519.996f, 65520.0f, 1e30f, std::numeric_limits<float>::infinity(), 1e-40f, 1e-45f,
+                  from_bits(0x7fc00001u), from_bits(0xffa00000u), from_bits(0x7f800001u)})
+    xs.push_back(x);
+  std::mt19937 rng(11);
+  while (xs.size() < (std::size_t{1} << 20) + 7) xs.push_back(from_bits(static_cast<std::uint32_t>(rng())));
+  for_each_space([&](auto space) {
+    using Space = typename decltype(space)::type;
+    const auto n = static_cast<std::int64_t>(xs.size());
+    const auto in = Tensor<Space>::from_host({n}, xs);
+    const auto out = Tensor<Space, f16>::uninitialized({n});
+    kernels::convert<Space, f16>(out.flat(), in.flat());
+    const auto got = out.to_vector();
+    for (std::size_t i = 0; i < xs.size(); ++i)
+      ASSERT_EQ(got[i].bits, to_f16(xs[i]).bits) << Space::name() << " f16 of " << xs[i] << " (bits " << std::hex
+                                                 << to_bits(xs[i]) << ")";
   });
 }
 

@@ -75,6 +75,11 @@ TEST(MixedPrecision, LossScaleHalvesOnOverflowAndGrowsAfterGoodSteps) {
   nn::Precision bf;
   bf.dtype = DType::bf16;
   EXPECT_FALSE(bf.scaled());
+  // A run whose gradients are inf at any scale ends with a clear error instead of a scale that reaches 0.
+  p.loss_scale = 0x1p-13f;
+  p.update(true);
+  EXPECT_EQ(p.loss_scale, 0x1p-14f);
+  EXPECT_THROW(p.update(true), Error);
 }
 
 const std::string kText =

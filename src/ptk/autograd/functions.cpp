@@ -56,7 +56,7 @@ namespace {
 // linear under Autocast(E): X and W rounded to E (cast_of: no range check, no read-back; once per Var, so the q,
 // k and v projections of one input share its copy, and a weight's copy is the one AdamW writes), Y = X_E · W_Eᵀ
 // with fp32 accumulation and Y in f32; backward rounds dY to E too, dX += dY_E · W_E and dW += dY_Eᵀ · X_E into
-// the fp32 gradients. The node keeps X_E and W_E (half the bytes of f32 copies).
+// the fp32 gradients. The node keeps X_E and W_E for the backward pass.
 template <class E>
 Var linear_autocast(const Var& x, const Var& weight, const Var& bias, Device device, const Shape& ys) {
   const auto in = x.shape().back();

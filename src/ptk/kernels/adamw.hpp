@@ -66,12 +66,17 @@ struct AdamwStep {
   float correction1, correction2;  // 1 - β1^t, 1 - β2^t
 };
 
-// E = float: no copy (copy is not read).
+// copy(i) = p rounded to E; nothing for E = float (no copy). A function rather than an `if constexpr` in the
+// kernel's body: nvcc refuses a device lambda whose first use of a capture is inside one.
+template <class E, class View>
+KOKKOS_INLINE_FUNCTION void store_copy(const View& copy, int i, float p) {
+  if constexpr (!std::is_same_v<E, float>) copy(i) = round_to<E>(p);
+}
+
 template <class Space, class E = float>
 void adamw_update(const Vector<Space>& param, const Vector<Space>& m, const Vector<Space>& v,
                   const ConstVector<Space>& grad, const AdamwStep& s, const ConstVector<Space>& stats,
                   const Kokkos::View<E*, Kokkos::LayoutRight, Space>& copy = {}) {
-  constexpr bool copies = !std::is_same_v<E, float>;
   const bool flagged = stats.extent(0) > 2;
   Kokkos::parallel_for(
       "ptk::adamw_update", Kokkos::RangePolicy<Space>(0, static_cast<int>(param.extent(0))), KOKKOS_LAMBDA(const int i) {
@@ -84,7 +89,7 @@ void adamw_update(const Vector<Space>& param, const Vector<Space>& m, const Vect
         const float update = (mi / s.correction1) / (compat::sqrt(vi / s.correction2) + s.eps);
         const float p = param(i) - s.lr * (update + s.weight_decay * param(i));
         param(i) = p;
-        if constexpr (copies) copy(i) = round_to<E>(p);
+        store_copy<E>(copy, i, p);
       });
 }
 

@@ -49,6 +49,9 @@ void Precision::update(bool overflow) {
   if (overflow) {
     loss_scale *= 0.5f;
     good_steps = 0;
+    // Below f16's smallest normal the scale is not what overflows: the gradients themselves are inf or NaN.
+    require(loss_scale >= 0x1p-14f, "train: f16 gradients overflowed at every loss scale from 2^16 down to 2^-14; ",
+            "the run diverged (a smaller --lr, or --dtype bf16, which has fp32's range)");
   } else if (++good_steps == growth_interval) {
     loss_scale *= 2.0f;
     good_steps = 0;

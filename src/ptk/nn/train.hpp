@@ -36,7 +36,7 @@ struct Precision {
   int good_steps = 0;           // f16: finite steps since the scale last changed
   static constexpr int growth_interval = 2000;
   bool scaled() const { return dtype == DType::f16; }
-  void update(bool overflow);  // after a step under the scale
+  void update(bool overflow);  // after a step under the scale; an Error once the scale falls below 2^-14
 };
 
 // zero_grad, forward, backward, AdamW update at learning rate lr (in `precision`, updated when it scales the loss).
