@@ -86,21 +86,32 @@ const std::string kText =
     "In the beginning God created the heaven and the earth. And the earth was without form, and void; and "
     "darkness was upon the face of the deep. And the Spirit of God moved upon the face of the waters.\n";
 
+// A 2-layer model on kText with AdamW and a batch sampler: what a few calls of nn::train_step need.
+struct SmallRun {
+  nn::Dataset data = nn::Dataset::from_text(kText);
+  nn::DecoderConfig config{2, 2, 16, 16, data.vocab.size()};
+  nn::Decoder model;
+  nn::Adamw adamw;
+  nn::BatchSampler sampler;
+  explicit SmallRun(std::uint64_t seed)
+      : model(config, kDevice, seed), adamw(model.parameters(), nn::AdamwConfig{}),
+        sampler(data.train, 3, config.block_size, seed + 1) {}
+  nn::StepResult step(float lr, nn::Precision& p) { return nn::train_step(model, adamw, sampler.next(), lr, p); }
+};
+
 // An f16 step at a loss scale its output gradients cannot hold (2^40 · |dlogits| > 65504): the norm is inf, the
 // step is skipped on the device (weights and moments bitwise unchanged, the step not counted), the scale halves;
 // at a scale they can hold the next step updates.
 TEST(MixedPrecision, F16OverflowSkipsTheStep) {
-  const auto data = nn::Dataset::from_text(kText);
-  nn::DecoderConfig c{2, 2, 16, 16, data.vocab.size()};
-  const nn::Decoder model(c, kDevice, 5);
-  nn::Adamw adamw(model.parameters(), nn::AdamwConfig{});
-  nn::BatchSampler sampler(data.train, 3, c.block_size, 6);
+  SmallRun run(5);
+  const nn::Decoder& model = run.model;
+  const nn::Adamw& adamw = run.adamw;
   nn::Precision p;
   p.dtype = DType::f16;
   p.loss_scale = 0x1p40f;
   std::vector<std::vector<float>> before;
   for (const auto& q : model.parameters()) before.push_back(q.second.values());
-  const auto skipped = nn::train_step(model, adamw, sampler.next(), 1e-3f, p);
+  const auto skipped = run.step(1e-3f, p);
   EXPECT_TRUE(skipped.skipped);
   EXPECT_FALSE(std::isfinite(skipped.grad_norm));
   EXPECT_TRUE(std::isfinite(skipped.loss));
@@ -115,7 +126,7 @@ TEST(MixedPrecision, F16OverflowSkipsTheStep) {
     for (float v : m.second.values()) ASSERT_EQ(v, 0.0f) << m.first << ": a skipped step left its moments at zero";
 
   p.loss_scale = 1024.0f;
-  const auto taken = nn::train_step(model, adamw, sampler.next(), 1e-3f, p);
+  const auto taken = run.step(1e-3f, p);
   EXPECT_FALSE(taken.skipped);
   EXPECT_TRUE(std::isfinite(taken.grad_norm));
   EXPECT_EQ(adamw.steps_taken(), 1);
@@ -125,14 +136,11 @@ TEST(MixedPrecision, F16OverflowSkipsTheStep) {
 // AdamW writes each weight's 16-bit copy as it updates the weight (kernels::adamw_update over E): after a step the
 // copy a forward multiplies with is the new master rounded, bit for bit; Var::assign drops it.
 TEST(MixedPrecision, AdamwKeepsTheCopyCurrent) {
-  const auto data = nn::Dataset::from_text(kText);
-  nn::DecoderConfig c{2, 2, 16, 16, data.vocab.size()};
-  const nn::Decoder model(c, kDevice, 7);
-  nn::Adamw adamw(model.parameters(), nn::AdamwConfig{});
-  nn::BatchSampler sampler(data.train, 3, c.block_size, 8);
+  SmallRun run(7);
+  const nn::Decoder& model = run.model;
   nn::Precision p;
   p.dtype = DType::bf16;
-  for (int i = 0; i < 2; ++i) nn::train_step(model, adamw, sampler.next(), 1e-2f, p);
+  for (int i = 0; i < 2; ++i) run.step(1e-2f, p);
   int copies = 0;
   ag::Var with_copy;
   for (const auto& np : model.parameters()) {
