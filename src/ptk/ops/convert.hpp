@@ -18,6 +18,18 @@ constexpr float max_finite_input() {
   else return quant_max_abs<E>();
 }
 
+// cast<E>(x): x rounded to bf16 or f16 with no range check and no read-back (a mixed-precision step's operands,
+// ag::Autocast): a finite value past E's range becomes an infinity, as IEEE rounding says, and the step's gradient
+// norm sees it (f16 loss scaling skips that step).
+// persistent: the result outlives a step (a parameter's copy), so it takes no buffer from the reuse cache.
+template <class E, class Space>
+Tensor<Space, E> cast(const Tensor<Space>& x, bool persistent = false) {
+  static_assert(std::is_same_v<E, bf16> || std::is_same_v<E, f16>, "cast rounds to bf16 or f16");
+  auto y = persistent ? Tensor<Space, E>::persistent(x.shape(), "ptk::cast") : Tensor<Space, E>::uninitialized(x.shape(), "ptk::cast");
+  kernels::convert<Space, E>(y.flat(), x.flat());
+  return y;
+}
+
 template <class E, class Space>
 Tensor<Space, E> convert(const Tensor<Space>& x, const char* name = "x") {
   static_assert(!std::is_same_v<E, float>, "convert to float is to_f32");
@@ -32,21 +44,13 @@ Tensor<Space, E> convert(const Tensor<Space>& x, const char* name = "x") {
             " cannot store them");
   require(range.max_abs <= max_finite_input<E>(), "convert: ", name, " holds |x| = ", range.max_abs,
           ", beyond what ", type, " stores (at most ", max_finite_input<E>(), ")");
-  auto y = Tensor<Space, E>::uninitialized(x.shape(), "ptk::convert");
-  kernels::convert<Space, E>(y.flat(), x.flat());
-  return y;
-}
-
-// cast<E>(x): x rounded to bf16 or f16 with no range check and no read-back (a mixed-precision step's operands,
-// ag::Autocast): a finite value past E's range becomes an infinity, as IEEE rounding says, and the step's gradient
-// norm sees it (f16 loss scaling skips that step).
-// persistent: the result outlives a step (a parameter's copy), so it takes no buffer from the reuse cache.
-template <class E, class Space>
-Tensor<Space, E> cast(const Tensor<Space>& x, bool persistent = false) {
-  static_assert(std::is_same_v<E, bf16> || std::is_same_v<E, f16>, "cast rounds to bf16 or f16");
-  auto y = persistent ? Tensor<Space, E>::persistent(x.shape(), "ptk::cast") : Tensor<Space, E>::uninitialized(x.shape(), "ptk::cast");
-  kernels::convert<Space, E>(y.flat(), x.flat());
-  return y;
+  if constexpr (!is_quantized_v<E>) {
+    return cast<E>(x);  // checked: the cast of values in range
+  } else {
+    auto y = Tensor<Space, E>::uninitialized(x.shape(), "ptk::convert");
+    kernels::convert<Space, E>(y.flat(), x.flat());
+    return y;
+  }
 }
 
 template <class Space, class E>
