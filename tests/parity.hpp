@@ -95,6 +95,25 @@ std::vector<float> values_of(const std::vector<E>& x) {
   }
   return r;
 }
+// x rounded to E in place (the values a stored input holds; nothing changes for f32).
+template <class E>
+void round_in_place(std::vector<float>& x) {
+  if constexpr (!std::is_same_v<E, float>) x = values_of(rounded<E>(x));
+}
+
+// The one-value types a kernel written over E is tested in; the name in a test's output.
+template <class E>
+const char* element_name() {
+  return std::is_same_v<E, float> ? "f32" : std::is_same_v<E, bf16> ? "bf16" : "f16";
+}
+
+// tolerance::stored_output for an output stored as E (f32: t unchanged).
+template <class E>
+Tolerance stored_output(const Tolerance& t) {
+  if constexpr (std::is_same_v<E, bf16>) return tolerance::stored_output(t, 0x1p-8, 0.0);
+  else if constexpr (std::is_same_v<E, f16>) return tolerance::stored_output(t, 0x1p-11, 0x1p-25);
+  else return t;
+}
 
 inline std::string index_string(std::int64_t flat, const Shape& shape) {
   std::vector<std::int64_t> idx(shape.size());

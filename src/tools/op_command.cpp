@@ -201,6 +201,7 @@ void check_counts(const OpEntry& op, const OpLine& line, const std::string& wher
 HostInputs read_inputs(const OpEntry& op, const std::vector<std::string>& paths, io::NpyDtype dtype,
                        const std::string& where) {
   HostInputs arrays;
+  arrays.dtype = dtype;
   for (std::size_t i = 0; i < paths.size(); ++i) {
     arrays.arrays.emplace_back();
     arrays.ids.emplace_back();

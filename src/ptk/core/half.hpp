@@ -50,12 +50,15 @@ KOKKOS_INLINE_FUNCTION std::uint32_t shift_round_even(std::uint32_t value, int s
 
 KOKKOS_INLINE_FUNCTION float to_float(bf16 x) { return detail::float_of(static_cast<std::uint32_t>(x.bits) << 16); }
 
+// Branch-free (a select), so that a loop of them vectorizes.
 KOKKOS_INLINE_FUNCTION bf16 to_bf16(float x) {
   const std::uint32_t u = detail::bits_of(x);
-  if ((u & 0x7fffffffu) > 0x7f800000u)  // NaN: the top of its payload, made quiet
-    return bf16{static_cast<std::uint16_t>((u >> 16) | 0x0040u)};
-  // The low 16 bits rounded away; a carry moves into the exponent (the largest finite values round up to inf).
-  return bf16{static_cast<std::uint16_t>(detail::shift_round_even(u, 16))};
+  // The low 16 bits rounded away, to nearest, ties to even: adding 0x7fff plus the kept part's lowest bit carries
+  // exactly when the rest is above half, or half with an odd kept part (shift_round_even(u, 16)). A carry moves
+  // into the exponent (the largest finite values round up to inf); no finite u overflows.
+  const std::uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+  const std::uint32_t nan = (u >> 16) | 0x0040u;  // NaN: the top of its payload, made quiet
+  return bf16{static_cast<std::uint16_t>((u & 0x7fffffffu) > 0x7f800000u ? nan : rounded)};
 }
 
 namespace detail {
@@ -68,6 +71,16 @@ KOKKOS_INLINE_FUNCTION float f16_to_float_portable(f16 x) {
     return float_of(sign | bits_of(magnitude));
   }
   return float_of(sign | ((exponent + 112u) << 23) | (mantissa << 13));  // rebias 15 -> 127
+}
+
+// The same value with selects instead of branches, so that a loop of them vectorizes (widen, dtype.hpp): the
+// scalar F16C instruction of to_float stops g++'s vectorizer, and the branches above do too.
+KOKKOS_INLINE_FUNCTION float f16_to_float_selects(f16 x) {
+  const std::uint32_t h = x.bits, sign = (h & 0x8000u) << 16, exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu;
+  const std::uint32_t small = bits_of(static_cast<float>(mantissa) * 5.9604644775390625e-08f);  // zero, subnormals
+  const std::uint32_t special = 0x7f800000u | (mantissa << 13);                                    // inf, NaN
+  const std::uint32_t normal = ((exponent + 112u) << 23) | (mantissa << 13);
+  return float_of(sign | (exponent == 0 ? small : exponent == 0x1fu ? special : normal));
 }
 }  // namespace detail
 
