@@ -159,10 +159,14 @@ Results run_rope(const C& c, bool backward) {
   const auto offset = c.set.integer("pos_offset", 0, 0, INT_MAX);
   const auto base = c.set.number("base", 10000.0f);
   const auto layout = rope_layout(c.set, backward ? "rope_backward" : "rope");
-  if (!backward) return {c.host(ops::rope(c.in[0], offset, base, layout))};
-  Tensor<SpaceOf<C>> dx(c.in[0].shape(), "ptk::drope");
-  ops::rope_backward(dx, c.in[0], offset, base, layout);
-  return {c.host(dx)};
+  return c.typed([&](auto e) -> Results {
+    using E = typename decltype(e)::type;
+    const auto x = c.template as<E>(0);
+    if (!backward) return {c.host(ops::rope(x, offset, base, layout))};
+    Tensor<SpaceOf<C>, E> dx(x.shape(), "ptk::drope");
+    ops::rope_backward(dx, x, offset, base, layout);
+    return {c.host(dx)};
+  });
 }
 
 // One function per row of the op table (ptk/op_table.def): the op's inputs, outputs, --set keys and run function.

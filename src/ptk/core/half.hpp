@@ -73,14 +73,18 @@ KOKKOS_INLINE_FUNCTION float f16_to_float_portable(f16 x) {
   return float_of(sign | ((exponent + 112u) << 23) | (mantissa << 13));  // rebias 15 -> 127
 }
 
-// The same value with selects instead of branches, so that a loop of them vectorizes (widen, dtype.hpp): the
-// scalar F16C instruction of to_float stops g++'s vectorizer, and the branches above do too.
+// The same value with bit masks instead of branches, so that a loop of them vectorizes (widen, dtype.hpp): the
+// scalar F16C instruction of to_float stops g++'s vectorizer, the branches above do too, and so do selects (g++ will
+// not move the subnormal's float multiply under a condition: it may trap).
 KOKKOS_INLINE_FUNCTION float f16_to_float_selects(f16 x) {
   const std::uint32_t h = x.bits, sign = (h & 0x8000u) << 16, exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu;
-  const std::uint32_t small = bits_of(static_cast<float>(mantissa) * 5.9604644775390625e-08f);  // zero, subnormals
-  const std::uint32_t special = 0x7f800000u | (mantissa << 13);                                    // inf, NaN
-  const std::uint32_t normal = ((exponent + 112u) << 23) | (mantissa << 13);
-  return float_of(sign | (exponent == 0 ? small : exponent == 0x1fu ? special : normal));
+  // zero and subnormals: mantissa · 2^-24 (an int conversion: exact), taken where the exponent is 0.
+  const std::uint32_t small = bits_of(static_cast<float>(static_cast<std::int32_t>(mantissa)) * 5.9604644775390625e-08f);
+  const std::uint32_t top = 0u - static_cast<std::uint32_t>(exponent == 0x1fu);  // all ones for inf and NaN
+  const std::uint32_t zero = 0u - static_cast<std::uint32_t>(exponent == 0);
+  // Rebias 15 -> 127; inf and NaN take float's top exponent (143 | 255 = 255).
+  const std::uint32_t normal = (((exponent + 112u) | (top & 0xffu)) << 23) | (mantissa << 13);
+  return float_of(sign | (small & zero) | (normal & ~zero));
 }
 }  // namespace detail
 

@@ -16,7 +16,7 @@
 #include <immintrin.h>
 #endif
 // 16 values an instruction where the portable code stays scalar (f16 conversions, quantized loads: load.hpp,
-// store_rounded below), in plain host compilers that target AVX-512 and F16C.
+// store_rounded and widen_block below), in plain host compilers that target AVX-512 and F16C.
 #if defined(__AVX512F__) && defined(__F16C__) && !defined(__CUDACC__) && !defined(__HIPCC__)
 #define PTK_HOST_AVX512 1
 #include <immintrin.h>
@@ -133,7 +133,8 @@ KOKKOS_FORCEINLINE_FUNCTION void widen_block(const E* x, float (&t)[N]) {
 // y[0, N) = t[0, N) rounded to O (round_to; float: a copy). On a host with AVX-512, 16 values at a time, the bits
 // of to_f16 and to_bf16 (Half.VectorF16RoundingMatchesToF16): f16 by VCVTPS2PH (round to nearest even), bf16 by
 // to_bf16's integer steps on 16 lanes. g++ left both scalar inside the row ops' sweeps (bf16 rmsnorm ran at a fifth
-// of f32's speed).
+// of f32's speed). (8 lanes at a time gained the norms 10 % and cost softmax and the activations 25 %: where a sweep
+// forms t in 256-bit halves, a 512-bit load of it misses store forwarding.)
 template <int N, class O>
 KOKKOS_FORCEINLINE_FUNCTION void store_rounded(O* y, const float (&t)[N]) {
 #if defined(PTK_HOST_AVX512)
