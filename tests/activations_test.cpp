@@ -75,11 +75,8 @@ TEST_P(ActivationParity, Forward) {
 }
 
 TEST_P(ActivationParity, Forward16Bit) {
-  for_each_space([&](auto space) {
-    using S = typename decltype(space)::type;
-    using T = typename decltype(space)::tune;
-    check_activation<S, T, bf16>(GetParam());
-    check_activation<S, T, f16>(GetParam());
+  for_each_space_16bit([&](auto space, auto e) {
+    check_activation<typename decltype(space)::type, typename decltype(space)::tune, typename decltype(e)::type>(GetParam());
   });
 }
 
@@ -125,11 +122,8 @@ TEST_P(ActivationParity, Backward) {
 }
 
 TEST_P(ActivationParity, Backward16Bit) {
-  for_each_space([&](auto space) {
-    using S = typename decltype(space)::type;
-    using T = typename decltype(space)::tune;
-    check_activation_backward<S, T, bf16>(GetParam());
-    check_activation_backward<S, T, f16>(GetParam());
+  for_each_space_16bit([&](auto space, auto e) {
+    check_activation_backward<typename decltype(space)::type, typename decltype(space)::tune, typename decltype(e)::type>(GetParam());
   });
 }
 

@@ -82,11 +82,8 @@ TEST_P(CrossEntropyParity, ForwardBackward) {
 }
 
 TEST_P(CrossEntropyParity, ForwardBackward16Bit) {
-  for_each_space([&](auto space) {
-    using S = typename decltype(space)::type;
-    using T = typename decltype(space)::tune;
-    check_cross_entropy<S, T, bf16>(GetParam());
-    check_cross_entropy<S, T, f16>(GetParam());
+  for_each_space_16bit([&](auto space, auto e) {
+    check_cross_entropy<typename decltype(space)::type, typename decltype(space)::tune, typename decltype(e)::type>(GetParam());
   });
 }
 

@@ -122,13 +122,13 @@ TEST(Half, F16AgainstTheLadder) { check_format<f16>(kF16, [](float x) { return t
 TEST(Half, Bf16AgainstTheLadder) { check_format<bf16>(kBf16, [](float x) { return to_bf16(x); }, "bf16"); }
 
 // to_float(f16) takes the host's F16C instruction where the build targets it (the ladder test above then checks
-// that one): the integer code the other targets run, and the select form the row ops' loops read f16 with (widen),
+// that one): the integer code the other targets run, and the masked form the row ops' loops read f16 with (widen),
 // must give the same float for every pattern (NaN: a NaN of the same sign; F16C also quiets a signalling one).
 TEST(Half, PortableF16DecodeMatchesToFloat) {
   for (std::uint32_t p = 0; p < 65536; ++p) {
     const f16 h{static_cast<std::uint16_t>(p)};
     const float a = to_float(h);
-    for (const float b : {detail::f16_to_float_portable(h), detail::f16_to_float_selects(h), widen(h)}) {
+    for (const float b : {detail::f16_to_float_portable(h), detail::f16_to_float_masked(h), widen(h)}) {
       if (std::isnan(a) || std::isnan(b))
         ASSERT_TRUE(std::isnan(a) && std::isnan(b) && std::signbit(a) == std::signbit(b)) << std::hex << p;
       else

@@ -152,11 +152,8 @@ TEST_P(LayernormParity, Forward) {
 }
 
 TEST_P(LayernormParity, Forward16Bit) {
-  for_each_space([&](auto space) {
-    using S = typename decltype(space)::type;
-    using T = typename decltype(space)::tune;
-    check_layernorm<S, T, bf16>(GetParam());
-    check_layernorm<S, T, f16>(GetParam());
+  for_each_space_16bit([&](auto space, auto e) {
+    check_layernorm<typename decltype(space)::type, typename decltype(space)::tune, typename decltype(e)::type>(GetParam());
   });
 }
 

@@ -67,6 +67,21 @@ void for_each_space(F&& f) {
              Spaces{});
 }
 
+template <class T>
+struct TypeTag {
+  using type = T;
+};
+
+// The 16-bit runs of a parity test written over the element type: f(space, TypeTag<E>{}) for every space
+// for_each_space selects and E = bf16, then f16.
+template <class F>
+void for_each_space_16bit(F&& f) {
+  for_each_space([&](auto space) {
+    f(space, TypeTag<bf16>{});
+    f(space, TypeTag<f16>{});
+  });
+}
+
 // Deterministic per case: the seed mixes the case name so cases draw different data.
 inline std::vector<float> uniform(std::int64_t n, float lo, float hi, const std::string& seed) {
   std::mt19937 gen(static_cast<std::uint32_t>(std::hash<std::string>{}(seed)));

@@ -135,11 +135,8 @@ TEST_P(RmsnormParity, Forward) {
 }
 
 TEST_P(RmsnormParity, Forward16Bit) {
-  for_each_space([&](auto space) {
-    using S = typename decltype(space)::type;
-    using T = typename decltype(space)::tune;
-    check_rmsnorm<S, T, bf16>(GetParam());
-    check_rmsnorm<S, T, f16>(GetParam());
+  for_each_space_16bit([&](auto space, auto e) {
+    check_rmsnorm<typename decltype(space)::type, typename decltype(space)::tune, typename decltype(e)::type>(GetParam());
   });
 }
 

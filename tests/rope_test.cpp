@@ -60,11 +60,8 @@ TEST_P(RopeParity, ForwardBackward) {
 }
 
 TEST_P(RopeParity, ForwardBackward16Bit) {
-  for_each_space([&](auto space) {
-    using S = typename decltype(space)::type;
-    using T = typename decltype(space)::tune;
-    check_rope<S, T, bf16>(GetParam());
-    check_rope<S, T, f16>(GetParam());
+  for_each_space_16bit([&](auto space, auto e) {
+    check_rope<typename decltype(space)::type, typename decltype(space)::tune, typename decltype(e)::type>(GetParam());
   });
 }
 

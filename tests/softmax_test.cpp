@@ -100,11 +100,8 @@ TEST_P(SoftmaxParity, Forward) {
 
 TEST_P(SoftmaxParity, Forward16Bit) {
   if (!small_case(GetParam())) GTEST_SKIP() << "a float-path case (streaming stores)";
-  for_each_space([&](auto space) {
-    using S = typename decltype(space)::type;
-    using T = typename decltype(space)::tune;
-    check_softmax<S, T, bf16>(GetParam());
-    check_softmax<S, T, f16>(GetParam());
+  for_each_space_16bit([&](auto space, auto e) {
+    check_softmax<typename decltype(space)::type, typename decltype(space)::tune, typename decltype(e)::type>(GetParam());
   });
 }
 
@@ -158,11 +155,8 @@ TEST_P(SoftmaxParity, Backward16Bit) {
   const auto cols = c.shape.back(), rows = element_count(c.shape) / cols;
   std::vector<float> y(x.size());
   reference::softmax_forward(y.data(), x.data(), rows, cols, c.scale, c.causal);
-  for_each_space([&](auto space) {
-    using S = typename decltype(space)::type;
-    using T = typename decltype(space)::tune;
-    check_softmax_backward<S, T, bf16>(y, c.shape, c.scale, name(c));
-    check_softmax_backward<S, T, f16>(y, c.shape, c.scale, name(c));
+  for_each_space_16bit([&](auto space, auto e) {
+    check_softmax_backward<typename decltype(space)::type, typename decltype(space)::tune, typename decltype(e)::type>(y, c.shape, c.scale, name(c));
   });
 }
 

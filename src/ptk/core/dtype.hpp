@@ -54,7 +54,7 @@ KOKKOS_INLINE_FUNCTION E round_to(float x) {
 
 // A one-value item as float, exactly (round_to's inverse on the values the type holds): how a kernel written over E
 // reads an element.
-// f16 on a host with F16C takes the select form of the decode (half.hpp), which g++ vectorizes in the row ops'
+// f16 on a host with F16C takes the masked form of the decode (half.hpp), which g++ vectorizes in the row ops'
 // loops; the scalar instruction would keep them scalar (the same value either way).
 template <class E>
 KOKKOS_INLINE_FUNCTION float widen(E x) {
@@ -63,7 +63,7 @@ KOKKOS_INLINE_FUNCTION float widen(E x) {
     return x;
   } else if constexpr (std::is_same_v<E, f16>) {
 #if defined(PTK_F16C)
-    return detail::f16_to_float_selects(x);
+    return detail::f16_to_float_masked(x);
 #else
     return to_float(x);
 #endif

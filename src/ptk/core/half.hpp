@@ -76,7 +76,7 @@ KOKKOS_INLINE_FUNCTION float f16_to_float_portable(f16 x) {
 // The same value with bit masks instead of branches, so that a loop of them vectorizes (widen, dtype.hpp): the
 // scalar F16C instruction of to_float stops g++'s vectorizer, the branches above do too, and so do selects (g++ will
 // not move the subnormal's float multiply under a condition: it may trap).
-KOKKOS_INLINE_FUNCTION float f16_to_float_selects(f16 x) {
+KOKKOS_INLINE_FUNCTION float f16_to_float_masked(f16 x) {
   const std::uint32_t h = x.bits, sign = (h & 0x8000u) << 16, exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu;
   // zero and subnormals: mantissa · 2^-24 (an int conversion: exact), taken where the exponent is 0.
   const std::uint32_t small = bits_of(static_cast<float>(static_cast<std::int32_t>(mantissa)) * 5.9604644775390625e-08f);

@@ -47,7 +47,13 @@ struct SoftmaxForward {
   // 1, a row per team thread) instead of out, and the scale sweep writes out with non-temporal
   // stores, so out is written once and never read (no read-for-ownership of its lines).
   bool streaming;
-  bool scratch_exps;  // the exps go to the scratch row: streaming (f32), or a 16-bit out on the host
+  bool scratch_exps;  // a 16-bit out's exps go to the scratch row (the host's, where it fits)
+  // Whether the exps go to the scratch row: f32's when it streams (its code as before the 16-bit types), a 16-bit
+  // out's as scratch_exps says.
+  KOKKOS_INLINE_FUNCTION bool exps_to_scratch() const {
+    if constexpr (exps_in_out) return streaming;
+    else return scratch_exps;
+  }
   static constexpr int exps_scratch_level = 1;
   using ScratchMatrix = Kokkos::View<float**, Kokkos::LayoutRight, typename Space::scratch_memory_space,
                                      Kokkos::MemoryUnmanaged>;
@@ -67,7 +73,7 @@ struct SoftmaxForward {
     // A local copy: team_scratch takes the level by reference, and nvcc keeps no device copy of a
     // static member (odr-used, it is "undefined in device code").
     const int level = exps_scratch_level;
-    const ScratchMatrix exps = scratch_exps ? ScratchMatrix(team.team_scratch(level), team.team_size(), cols) : ScratchMatrix();
+    const ScratchMatrix exps = exps_to_scratch() ? ScratchMatrix(team.team_scratch(level), team.team_size(), cols) : ScratchMatrix();
     walk_pipelined_rows(
         team, static_cast<int>(inp.extent(0)), rows_per_team,
         [&](int row) {
@@ -84,8 +90,8 @@ struct SoftmaxForward {
         [&](int row, int next, float row_max) {
           E* y = &out(row, 0);
           float* e = nullptr;  // where the exps are kept, if anywhere
-          if (scratch_exps) e = &exps(team.team_rank(), 0);
-          else if constexpr (exps_in_out) e = y;
+          if constexpr (exps_in_out) e = streaming ? &exps(team.team_rank(), 0) : y;
+          else if (scratch_exps) e = &exps(team.team_rank(), 0);
           ExpSum es;
           Kokkos::parallel_reduce(
               Kokkos::ThreadVectorRange(team, V),
@@ -142,25 +148,28 @@ struct SoftmaxForward {
   // m[l] of the next row's inputs (of their negations when NegativeScale). The loop over slots is the vector loop (one slot a SIMD lane,
   // PTK_SIMD_LOOP), so the K-block walk runs in registers: the earlier form, which formed each
   // block's exps in local arrays, kept them on the stack (docs/benchmarks.md, "Tuning choices").
-  // A 16-bit row's K blocks are widened to float first (widen_block), and the loop reads those. Keep: the exps are
-  // stored in y.
+  // On the host a 16-bit row's K blocks are widened to float first (widen_block), and the loop reads those; a GPU
+  // thread reads its own values (staging them would take K·W floats of stack a thread). Keep: the exps are stored
+  // in y.
   template <bool NegativeScale, int K, bool Keep>
   KOKKOS_FORCEINLINE_FUNCTION void exp_chunk(int v, int b, const E* x, const E* xn, float* y, float row_max,
                                              float (&s)[L], float (&c)[L], float (&m)[L]) const {
     prefetch_block<Traits, K * W>(xn, y, b, streaming || !Keep);
-    if constexpr (std::is_same_v<E, float>) {
-      exp_block<NegativeScale, K, Keep>(v, x + b, xn + b, y + b, row_max, s, c, m);
+    if constexpr (std::is_same_v<E, float> || !Traits::host) {
+      exp_block<NegativeScale, K, Keep>(v, b, x, xn, y, row_max, s, c, m);
     } else {
       float xf[K * W], xnf[K * W];
       widen_block(x + b, xf);
       widen_block(xn + b, xnf);
-      exp_block<NegativeScale, K, Keep>(v, xf, xnf, Keep ? y + b : nullptr, row_max, s, c, m);
+      exp_block<NegativeScale, K, Keep>(v, 0, xf, xnf, Keep ? y + b : nullptr, row_max, s, c, m);
     }
   }
 
-  // exp_chunk's loop over the K blocks at x, xn (float), storing the exps at y when Keep.
-  template <bool NegativeScale, int K, bool Keep>
-  KOKKOS_FORCEINLINE_FUNCTION void exp_block(int v, const float* x, const float* xn, float* y, float row_max,
+  // exp_chunk's loop over the K blocks at x, xn (X: E or float) from column b, storing the exps at y when Keep.
+  // Indexed from the row's start, as before the 16-bit types: pointers offset by b cost the GPU's f32 kernel 8
+  // registers (55 -> 63, occupancy 56% -> 50%, cuobjdump).
+  template <bool NegativeScale, int K, bool Keep, class X>
+  KOKKOS_FORCEINLINE_FUNCTION void exp_block(int v, int b, const X* x, const X* xn, float* y, float row_max,
                                              float (&s)[L], float (&c)[L], float (&m)[L]) const {
     const float sc = scale;
     float p[L];
@@ -168,11 +177,11 @@ struct SoftmaxForward {
     for (int l = 0; l < L; ++l) {
       float sum = 0.0f, extreme = m[l];
       for (int k = 0; k < K; ++k) {
-        const int j = k * W + l * V + v;
-        const float e = fast_exp_nonpositive(sc * x[j] - row_max);
+        const int j = b + k * W + l * V + v;
+        const float e = fast_exp_nonpositive(sc * widen(x[j]) - row_max);
         if constexpr (Keep) y[j] = e;
         sum += e;
-        const float t = NegativeScale ? -xn[j] : xn[j];
+        const float t = NegativeScale ? -widen(xn[j]) : widen(xn[j]);
         extreme = t > extreme ? t : extreme;
       }
       p[l] = sum;
