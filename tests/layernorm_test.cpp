@@ -142,7 +142,12 @@ void run_layernorm_backward(const LayernormCase& c) {
 
 TEST_P(LayernormParity, Backward) { run_layernorm_backward<float>(GetParam()); }
 
+// The 16-bit runs skip the two cases of more than 2^20 elements: they are there for f32's streaming stores, which a
+// 16-bit output never takes (stream_stores, row_walk.hpp).
+bool small_case(const LayernormCase& c) { return element_count(c.shape) <= (1 << 20); }
+
 TEST_P(LayernormParity, Backward16Bit) {
+  if (!small_case(GetParam())) GTEST_SKIP() << "a float-path case (streaming stores)";
   run_layernorm_backward<bf16>(GetParam());
   run_layernorm_backward<f16>(GetParam());
 }
@@ -152,6 +157,7 @@ TEST_P(LayernormParity, Forward) {
 }
 
 TEST_P(LayernormParity, Forward16Bit) {
+  if (!small_case(GetParam())) GTEST_SKIP() << "a float-path case (streaming stores)";
   for_each_space_16bit([&](auto space, auto e) {
     check_layernorm<typename decltype(space)::type, typename decltype(space)::tune, typename decltype(e)::type>(GetParam());
   });

@@ -125,7 +125,12 @@ void run_rmsnorm_backward(const RmsnormCase& c) {
 
 TEST_P(RmsnormParity, Backward) { run_rmsnorm_backward<float>(GetParam()); }
 
+// The 16-bit runs skip the two cases of more than 2^20 elements: they are there for f32's streaming stores, which a
+// 16-bit output never takes (stream_stores, row_walk.hpp).
+bool small_case(const RmsnormCase& c) { return element_count(c.shape) <= (1 << 20); }
+
 TEST_P(RmsnormParity, Backward16Bit) {
+  if (!small_case(GetParam())) GTEST_SKIP() << "a float-path case (streaming stores)";
   run_rmsnorm_backward<bf16>(GetParam());
   run_rmsnorm_backward<f16>(GetParam());
 }
@@ -135,6 +140,7 @@ TEST_P(RmsnormParity, Forward) {
 }
 
 TEST_P(RmsnormParity, Forward16Bit) {
+  if (!small_case(GetParam())) GTEST_SKIP() << "a float-path case (streaming stores)";
   for_each_space_16bit([&](auto space, auto e) {
     check_rmsnorm<typename decltype(space)::type, typename decltype(space)::tune, typename decltype(e)::type>(GetParam());
   });

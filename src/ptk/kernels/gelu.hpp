@@ -3,6 +3,7 @@
 // evaluated as x / (1 + exp(-2u)) (the same function) so that large negative x does not cancel.
 // gelu_backward: inp, dout [n] -> dinp[n] += dout · gelu'(x), gelu'(x) = s + x · 2u' · s (1 - s),
 // s = σ(2u), u = sqrt(2/pi) (x + 0.044715 x^3), u' = sqrt(2/pi) (1 + 3 · 0.044715 x^2).
+// E: the element type of every array (f32, bf16, f16): read exactly, computed in fp32, each output rounded once.
 #include <Kokkos_Core.hpp>
 
 #include <cfloat>

@@ -3,6 +3,7 @@
 // mean[R] and rstd[R] = 1/sqrt(var + eps) (biased variance) saved for the backward pass.
 // layernorm_backward: dout, inp [R,N], weight[N], mean, rstd [R] -> dinp[R,N], dweight[N], dbias[N] (+=);
 // x̂ = (inp - mean) rstd, g = dout weight: dinp += rstd (g - mean g - x̂ mean(g x̂)), dweight += Σ dout x̂, dbias += Σ dout.
+// E: the element type of inp, out, dout, dinp (f32, bf16, f16); weight, bias, mean, rstd and their gradients fp32.
 #include <Kokkos_Core.hpp>
 
 #include "ptk/core/compat.hpp"

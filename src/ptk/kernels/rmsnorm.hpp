@@ -3,6 +3,7 @@
 // rstd[R] = 1/sqrt(mean(inp^2) + eps) saved for the backward pass.
 // rmsnorm_backward: dout, inp [R,N], weight[N], rstd[R] -> dinp[R,N], dweight[N], both +=; g = dout weight:
 // dinp += rstd g - inp rstd^3 mean_j(g inp), dweight += Σ_r dout inp rstd.
+// E: the element type of inp, out, dout, dinp (f32, bf16, f16); weight, rstd and dweight fp32.
 #include <Kokkos_Core.hpp>
 
 #include "ptk/core/compat.hpp"

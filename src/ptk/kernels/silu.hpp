@@ -1,6 +1,7 @@
 #pragma once
 // silu_forward: out[n] = x * sigmoid(x) = x / (1 + exp(-x)).
 // silu_backward: inp, dout [n] -> dinp[n] += dout · silu'(x), silu'(x) = σ(x) (1 + x (1 - σ(x))).
+// E: the element type of every array (f32, bf16, f16): read exactly, computed in fp32, each output rounded once.
 #include <Kokkos_Core.hpp>
 
 #include <cfloat>

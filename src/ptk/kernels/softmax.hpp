@@ -3,6 +3,7 @@
 // t = r % N of a square [T,T] block and masks columns j > t. Fully masked / all -inf rows give 0.
 // softmax_backward: out, dout [R,N] (out = softmax_forward's output) -> dinp[R,N] +=
 // scale · out ∘ (dout - Σ_j out dout) per row; masked entries have out = 0 and get nothing.
+// E: the element type of inp, out, dout, dinp (f32, bf16, f16): fp32 inside, each output rounded once.
 #include <Kokkos_Core.hpp>
 
 #include <cfloat>
