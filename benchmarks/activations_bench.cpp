@@ -2,6 +2,7 @@
 // out-of-cache row-op shapes 8192x4096 and 32768x768, flattened (n=33554432, n=25165824).
 // gelu_backward and silu_backward: the same sizes (quick: two of them), reading X, dY and dX and
 // writing dX (they accumulate).
+// The forwards also run over bf16 X and Y (impl ptk_bf16, credited with f32's bytes: its ratio is the speedup).
 #include <vector>
 
 #include "bench_common.hpp"
@@ -21,6 +22,14 @@ void register_activations() {
       add(family, "ptk", shape, Rate::gbytes, bytes, [=] {
         const auto x = random_tensor({n}, 12, -6, 6);
         const Tensor<Space> y({n});
+        return std::function<void()>([=] {
+          if (gelu) kernels::gelu_forward<Space>(y.flat(), x.flat());
+          else kernels::silu_forward<Space>(y.flat(), x.flat());
+        });
+      });
+      add(family, "ptk_bf16", shape, Rate::gbytes, bytes, [=] {  // f32's bytes: bench_common.hpp
+        const auto x = random_bf16({n}, 12, -6, 6);
+        const Tensor<Space, bf16> y({n});
         return std::function<void()>([=] {
           if (gelu) kernels::gelu_forward<Space>(y.flat(), x.flat());
           else kernels::silu_forward<Space>(y.flat(), x.flat());

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "ptk/core/tensor.hpp"
+#include "ptk/ops/convert.hpp"
 
 namespace ptk::bench {
 
@@ -41,6 +42,12 @@ inline Tensor<Space> random_tensor(Shape shape, std::uint32_t seed, float lo = -
   Tensor<Space> t(std::move(shape));
   fill_uniform(t.flat(), lo, hi, seed);
   return t;
+}
+
+// The same values rounded to bf16: the input of a row op's `ptk_bf16` impl, which runs the kernel over bf16 X and Y.
+// Such an impl is credited with the f32 impl's bytes, so that its rate over `ptk`'s is the speedup of storing bf16.
+inline Tensor<Space, bf16> random_bf16(Shape shape, std::uint32_t seed, float lo = -1, float hi = 1) {
+  return ops::cast<bf16>(random_tensor(std::move(shape), seed, lo, hi));
 }
 
 void register_matmul();

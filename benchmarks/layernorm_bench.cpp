@@ -1,6 +1,7 @@
 // layernorm sweep (rows x cols): ptk against oneDNN layer normalization (training mode: it saves
 // mean and variance, as ptk saves mean and rstd) and a memcpy of the same bytes; the same for
 // layernorm_backward (oneDNN's layer normalization backward with scale and shift).
+// The forwards also run over bf16 X and Y (impl ptk_bf16, credited with f32's bytes: its ratio is the speedup).
 #include <oneapi/dnnl/dnnl.hpp>
 #include <algorithm>
 #include <vector>
@@ -21,6 +22,15 @@ void register_layernorm() {
     add("layernorm", "ptk", shape, Rate::gbytes, bytes, [=] {
       const auto x = random_tensor({rows, cols}, 4, -2, 2), gamma = random_tensor({cols}, 5), beta = random_tensor({cols}, 6);
       const Tensor<Space> y({rows, cols}), mean({rows}), rstd({rows});
+      return std::function<void()>([=] {
+        kernels::layernorm_forward<Space>(y.rows(), mean.flat(), rstd.flat(), x.rows(), gamma.flat(), beta.flat(), 1e-5f);
+      });
+    });
+    add("layernorm", "ptk_bf16", shape, Rate::gbytes, bytes, [=] {  // f32's bytes: bench_common.hpp
+      const auto x = random_bf16({rows, cols}, 4, -2, 2);
+      const auto gamma = random_tensor({cols}, 5), beta = random_tensor({cols}, 6);
+      const Tensor<Space, bf16> y({rows, cols});
+      const Tensor<Space> mean({rows}), rstd({rows});
       return std::function<void()>([=] {
         kernels::layernorm_forward<Space>(y.rows(), mean.flat(), rstd.flat(), x.rows(), gamma.flat(), beta.flat(), 1e-5f);
       });

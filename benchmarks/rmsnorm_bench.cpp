@@ -1,5 +1,6 @@
 // rmsnorm sweep (rows x cols): ptk against a memcpy of the same bytes (oneDNN 2.6 has no rmsnorm);
 // the same for rmsnorm_backward.
+// The forwards also run over bf16 X and Y (impl ptk_bf16, credited with f32's bytes: its ratio is the speedup).
 #include <vector>
 
 #include "bench_common.hpp"
@@ -18,6 +19,14 @@ void register_rmsnorm() {
     add("rmsnorm", "ptk", shape, Rate::gbytes, bytes, [=] {
       const auto x = random_tensor({rows, cols}, 7, -2, 2), weight = random_tensor({cols}, 8);
       const Tensor<Space> y({rows, cols}), rstd({rows});
+      return std::function<void()>(
+          [=] { kernels::rmsnorm_forward<Space>(y.rows(), rstd.flat(), x.rows(), weight.flat(), 1e-5f); });
+    });
+    add("rmsnorm", "ptk_bf16", shape, Rate::gbytes, bytes, [=] {  // f32's bytes: bench_common.hpp
+      const auto x = random_bf16({rows, cols}, 7, -2, 2);
+      const auto weight = random_tensor({cols}, 8);
+      const Tensor<Space, bf16> y({rows, cols});
+      const Tensor<Space> rstd({rows});
       return std::function<void()>(
           [=] { kernels::rmsnorm_forward<Space>(y.rows(), rstd.flat(), x.rows(), weight.flat(), 1e-5f); });
     });

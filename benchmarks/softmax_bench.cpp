@@ -1,5 +1,6 @@
 // softmax sweep (rows x cols): ptk against oneDNN softmax and a memcpy of the same bytes; the same
 // for softmax_backward (oneDNN's softmax backward), on the forward's full shapes and two quick ones.
+// The forwards also run over bf16 X and Y (impl ptk_bf16, credited with f32's bytes: its ratio is the speedup).
 #include <oneapi/dnnl/dnnl.hpp>
 #include <vector>
 
@@ -19,6 +20,11 @@ void register_softmax() {
     add("softmax", "ptk", shape, Rate::gbytes, bytes, [=] {
       const auto x = random_tensor({rows, cols}, 3, -4, 4);
       const Tensor<Space> y({rows, cols});
+      return std::function<void()>([=] { kernels::softmax_forward<Space>(y.rows(), x.rows(), 1.0f, false); });
+    });
+    add("softmax", "ptk_bf16", shape, Rate::gbytes, bytes, [=] {  // f32's bytes: bench_common.hpp
+      const auto x = random_bf16({rows, cols}, 3, -4, 4);
+      const Tensor<Space, bf16> y({rows, cols});
       return std::function<void()>([=] { kernels::softmax_forward<Space>(y.rows(), x.rows(), 1.0f, false); });
     });
     add("softmax", "onednn", shape, Rate::gbytes, bytes, [=] {

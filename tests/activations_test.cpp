@@ -43,27 +43,29 @@ std::vector<float> make_input(const ActivationCase& c) {
 // gtest and ctest show the case by its name, not its bytes.
 void PrintTo(const ActivationCase& c, std::ostream* os) { *os << name(c); }
 
-template <class Space, class Tune>
+// E: the element type of X and Y (f32, bf16, f16); the oracle runs on X's stored values.
+template <class Space, class Tune, class E = float>
 void check_activation(const ActivationCase& c) {
-  const auto x = make_input(c);
+  auto x = make_input(c);
+  round_in_place<E>(x);
   const auto n = static_cast<std::int64_t>(x.size());
   std::vector<float> want(x.size());
-  const auto X = Tensor<Space>::from_host(c.shape, x);
+  const auto X = Tensor<Space, E>::from_host(c.shape, rounded<E>(x));
   std::vector<float> got;
   // The argument of exp in each kernel, which sets how far an input rounding can move the result.
   std::function<double(double)> exp_argument;
   if (c.op == Activation::gelu) {
     reference::gelu_forward(want.data(), x.data(), n);
-    got = ops::gelu<Space, Tune>(X).to_vector();
+    got = values_of(ops::gelu<Space, Tune>(X).to_vector());
     exp_argument = [](double v) { return std::fmin(1e30, 2 * 0.7978845608 * std::fabs(v + 0.044715 * v * v * v)); };
   } else {
     reference::silu_forward(want.data(), x.data(), n);
-    got = ops::silu<Space, Tune>(X).to_vector();
+    got = values_of(ops::silu<Space, Tune>(X).to_vector());
     exp_argument = [](double v) { return std::fmin(1e30, std::fabs(v)); };
   }
   EXPECT_TRUE(all_close(got, want, c.shape, [&](std::size_t i) {
-    return tolerance::activation(exp_argument(x[i])).allowed(want[i]);
-  })) << Space::name();
+    return stored_output<E>(tolerance::activation(exp_argument(x[i]))).allowed(want[i]);
+  })) << Space::name() << ' ' << element_name<E>();
 }
 
 class ActivationParity : public ::testing::TestWithParam<ActivationCase> {};
@@ -72,24 +74,35 @@ TEST_P(ActivationParity, Forward) {
   for_each_space([&](auto space) { check_activation<typename decltype(space)::type, typename decltype(space)::tune>(GetParam()); });
 }
 
+TEST_P(ActivationParity, Forward16Bit) {
+  for_each_space_16bit([&](auto space, auto e) {
+    check_activation<typename decltype(space)::type, typename decltype(space)::tune, typename decltype(e)::type>(GetParam());
+  });
+}
+
 // dX += dY · f'(X) from random dX (0 on the special values at the front, so that tiny and signed-zero
 // derivatives show) and random dY, against tolerance::activation_backward, whose terms the test
 // forms in double from the input: s = σ(−a), t = x·a'·s(1 − s), a = the kernel's exp argument.
-template <class Space, class Tune>
+// E: the element type of X, dY and dX, as the forward's.
+template <class Space, class Tune, class E = float>
 void check_activation_backward(const ActivationCase& c) {
-  const auto x = make_input(c);
+  auto x = make_input(c);
   const auto n = static_cast<std::int64_t>(x.size());
-  const auto dy = uniform(n, -1, 1, name(c) + "dy");
+  auto dy = uniform(n, -1, 1, name(c) + "dy");
   auto dx0 = uniform(n, -1, 1, name(c) + "dx");
   for (std::size_t i = 0; i < 16 && i < dx0.size(); ++i) dx0[i] = 0.0f;
+  round_in_place<E>(x);
+  round_in_place<E>(dy);
+  round_in_place<E>(dx0);
   auto want = dx0;
   const bool gelu = c.op == Activation::gelu;
   if (gelu) reference::gelu_backward(want.data(), x.data(), dy.data(), n);
   else reference::silu_backward(want.data(), x.data(), dy.data(), n);
-  const auto dX = Tensor<Space>::from_host(c.shape, dx0);
-  if (gelu) ops::gelu_backward<Space, Tune>(dX, Tensor<Space>::from_host(c.shape, x), Tensor<Space>::from_host(c.shape, dy));
-  else ops::silu_backward<Space, Tune>(dX, Tensor<Space>::from_host(c.shape, x), Tensor<Space>::from_host(c.shape, dy));
-  EXPECT_TRUE(all_close(dX.to_vector(), want, c.shape, [&](std::size_t i) {
+  const auto dX = Tensor<Space, E>::from_host(c.shape, rounded<E>(dx0));
+  const auto X = Tensor<Space, E>::from_host(c.shape, rounded<E>(x)), dY = Tensor<Space, E>::from_host(c.shape, rounded<E>(dy));
+  if (gelu) ops::gelu_backward<Space, Tune>(dX, X, dY);
+  else ops::silu_backward<Space, Tune>(dX, X, dY);
+  EXPECT_TRUE(all_close(values_of(dX.to_vector()), want, c.shape, [&](std::size_t i) {
     const double v = x[i];
     const double k = 2 * 0.7978845608028654;
     const double a = gelu ? -k * (v + 0.044715 * v * v * v) : -v;
@@ -99,12 +112,19 @@ void check_activation_backward(const ActivationCase& c) {
     const double t = std::isfinite(v) ? v * da * s1s : 0.0;
     const double lost = std::fabs(a) > -kernels::fast_exp_nonpositive_floor ? std::fabs(dy[i]) * (std::fabs(t) + e * d) : 0.0;
     const double arg_error = gelu ? 6 * tolerance::u * std::fmin(1e30, std::fabs(a)) : 0.0;
-    return tolerance::activation_backward(std::fabs(dy[i]), s1s, s, std::fabs(t), arg_error, lost).allowed(want[i]);
-  })) << Space::name();
+    return stored_output<E>(tolerance::activation_backward(std::fabs(dy[i]), s1s, s, std::fabs(t), arg_error, lost))
+        .allowed(want[i]);
+  })) << Space::name() << ' ' << element_name<E>();
 }
 
 TEST_P(ActivationParity, Backward) {
   for_each_space([&](auto space) { check_activation_backward<typename decltype(space)::type, typename decltype(space)::tune>(GetParam()); });
+}
+
+TEST_P(ActivationParity, Backward16Bit) {
+  for_each_space_16bit([&](auto space, auto e) {
+    check_activation_backward<typename decltype(space)::type, typename decltype(space)::tune, typename decltype(e)::type>(GetParam());
+  });
 }
 
 INSTANTIATE_TEST_SUITE_P(Sweep, ActivationParity, ::testing::ValuesIn(kCases),

@@ -33,13 +33,17 @@ const std::vector<CrossEntropyCase> kCases = [] {
 
 constexpr int kIgnore = -100;
 
-template <class Space, class Tune>
+// E: the element type of logits and dlogits (f32, bf16, f16); the losses and lse are fp32 whatever E is.
+template <class Space, class Tune, class E = float>
 void check_cross_entropy(const CrossEntropyCase& c) {
   auto targets = random_ids(c.N, static_cast<int>(c.V), name(c) + "targets");
   if (c.ignored_every)
     for (std::size_t i = 0; i < targets.size(); i += static_cast<std::size_t>(c.ignored_every)) targets[i] = kIgnore;
-  const auto logits = uniform(c.N * c.V, -c.logit_range, c.logit_range, name(c) + "logits");
-  const auto base = uniform(c.N * c.V, -0.01f, 0.01f, name(c) + "base");
+  auto logits = uniform(c.N * c.V, -c.logit_range, c.logit_range, name(c) + "logits");
+  auto base = uniform(c.N * c.V, -0.01f, 0.01f, name(c) + "base");
+  round_in_place<E>(logits);
+  round_in_place<E>(base);
+  const std::string where = std::string(Space::name()) + ' ' + element_name<E>();
   const float dloss = 1.7f;
 
   float want_loss = 0;
@@ -49,31 +53,38 @@ void check_cross_entropy(const CrossEntropyCase& c) {
   reference::cross_entropy_backward(want_d.data(), dloss, logits.data(), targets.data(), c.N, c.V, kIgnore);
 
   const auto t = index_view<Space>(targets);
-  const auto x = Tensor<Space>::from_host({c.N, c.V}, logits);
+  const auto x = Tensor<Space, E>::from_host({c.N, c.V}, rounded<E>(logits));
   const auto r = ops::cross_entropy<Space>(x, t, kIgnore);
   const auto tol = tolerance::cross_entropy(c.V, c.logit_range);
   const float loss = r.loss_value();
-  EXPECT_EQ(r.counted_value(), counted) << Space::name();
+  EXPECT_EQ(r.counted_value(), counted) << where;
   if (counted == 0) {
-    EXPECT_TRUE(std::isnan(loss)) << Space::name() << " loss " << loss;
+    EXPECT_TRUE(std::isnan(loss)) << where << " loss " << loss;
   } else {
     EXPECT_NEAR(loss, want_loss, tol.allowed(want_loss) + tolerance::reduction(c.N) * std::fabs(want_loss))
-        << Space::name() << " loss";
+        << where << " loss";
   }
-  EXPECT_TRUE(all_close(r.losses.to_vector(), want_losses, {c.N}, tol)) << Space::name() << " losses";
-  EXPECT_TRUE(all_close(r.lse.to_vector(), want_lse, {c.N}, tol)) << Space::name() << " lse";
+  EXPECT_TRUE(all_close(r.losses.to_vector(), want_losses, {c.N}, tol)) << where << " losses";
+  EXPECT_TRUE(all_close(r.lse.to_vector(), want_lse, {c.N}, tol)) << where << " lse";
 
-  const auto d = Tensor<Space>::from_host({c.N, c.V}, base);
+  const auto d = Tensor<Space, E>::from_host({c.N, c.V}, rounded<E>(base));
   ops::cross_entropy_backward<Space>(d, dloss, x, r.lse, t, r.counted, kIgnore);
   const double weight = counted ? dloss / static_cast<double>(counted) : 0.0;
-  EXPECT_TRUE(all_close(d.to_vector(), want_d, {c.N, c.V}, tolerance::cross_entropy_backward(c.V, c.logit_range, weight)))
-      << Space::name() << " dlogits";
+  EXPECT_TRUE(all_close(values_of(d.to_vector()), want_d, {c.N, c.V},
+                        stored_output<E>(tolerance::cross_entropy_backward(c.V, c.logit_range, weight))))
+      << where << " dlogits";
 }
 
 class CrossEntropyParity : public ::testing::TestWithParam<CrossEntropyCase> {};
 
 TEST_P(CrossEntropyParity, ForwardBackward) {
   for_each_space([&](auto space) { check_cross_entropy<typename decltype(space)::type, typename decltype(space)::tune>(GetParam()); });
+}
+
+TEST_P(CrossEntropyParity, ForwardBackward16Bit) {
+  for_each_space_16bit([&](auto space, auto e) {
+    check_cross_entropy<typename decltype(space)::type, typename decltype(space)::tune, typename decltype(e)::type>(GetParam());
+  });
 }
 
 INSTANTIATE_TEST_SUITE_P(Sweep, CrossEntropyParity, ::testing::ValuesIn(kCases),

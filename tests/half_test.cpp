@@ -122,16 +122,18 @@ TEST(Half, F16AgainstTheLadder) { check_format<f16>(kF16, [](float x) { return t
 TEST(Half, Bf16AgainstTheLadder) { check_format<bf16>(kBf16, [](float x) { return to_bf16(x); }, "bf16"); }
 
 // to_float(f16) takes the host's F16C instruction where the build targets it (the ladder test above then checks
-// that one): the integer code the other targets run must give the same float for every pattern (NaN: a NaN of the
-// same sign; F16C also quiets a signalling one).
+// that one): the integer code the other targets run, and the masked form the row ops' loops read f16 with (widen),
+// must give the same float for every pattern (NaN: a NaN of the same sign; F16C also quiets a signalling one).
 TEST(Half, PortableF16DecodeMatchesToFloat) {
   for (std::uint32_t p = 0; p < 65536; ++p) {
     const f16 h{static_cast<std::uint16_t>(p)};
-    const float a = to_float(h), b = detail::f16_to_float_portable(h);
-    if (std::isnan(a) || std::isnan(b))
-      ASSERT_TRUE(std::isnan(a) && std::isnan(b) && std::signbit(a) == std::signbit(b)) << std::hex << p;
-    else
-      ASSERT_EQ(to_bits(a), to_bits(b)) << std::hex << p;
+    const float a = to_float(h);
+    for (const float b : {detail::f16_to_float_portable(h), detail::f16_to_float_masked(h), widen(h)}) {
+      if (std::isnan(a) || std::isnan(b))
+        ASSERT_TRUE(std::isnan(a) && std::isnan(b) && std::signbit(a) == std::signbit(b)) << std::hex << p;
+      else
+        ASSERT_EQ(to_bits(a), to_bits(b)) << std::hex << p;
+    }
   }
 }
 
@@ -207,6 +209,19 @@ TEST(Half, VectorF16RoundingMatchesToF16) {
       ASSERT_EQ(got[i].bits, to_f16(xs[i]).bits) << Space::name() << " f16 of " << xs[i] << " (bits " << std::hex
                                                  << to_bits(xs[i]) << ")";
   });
+  // The row ops' blocks of 32 stores (kernels::store_rounded: VCVTPS2PH for f16, the vectorized to_bf16 for bf16).
+  std::vector<f16> h(xs.size());
+  std::vector<bf16> b(xs.size());
+  for (std::size_t q = 0; q + 32 <= xs.size(); q += 32) {
+    float t[32];
+    std::copy(xs.begin() + static_cast<std::ptrdiff_t>(q), xs.begin() + static_cast<std::ptrdiff_t>(q + 32), t);
+    kernels::store_rounded(h.data() + q, t);
+    kernels::store_rounded(b.data() + q, t);
+  }
+  for (std::size_t i = 0; i < xs.size() / 32 * 32; ++i) {
+    ASSERT_EQ(h[i].bits, to_f16(xs[i]).bits) << "store_rounded f16 of bits " << std::hex << to_bits(xs[i]);
+    ASSERT_EQ(b[i].bits, to_bf16(xs[i]).bits) << "store_rounded bf16 of bits " << std::hex << to_bits(xs[i]);
+  }
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 # input values; ptk's output must be a neighbour of that value in the type (off by less than one of the type's
 # steps), equal to it rounded to nearest even for at least 99 % of the elements (the rest: ties within fp32's own
 # error), and carry the right dtype in its header. Then the refusals: an input of another dtype, an unknown dtype.
+# The ops written over the element type (softmax, layernorm, rmsnorm, gelu, silu, rope, cross_entropy and its
+# backward here) run their 16-bit kernels; matmul and attention compute on float32 copies.
 # usage: op_dtype_test.sh PTK SOURCE_DIR
 set -u
 ptk=$1
@@ -80,8 +82,21 @@ for dtype in ("f16", "bf16"):
     mu = x.mean(-1, keepdims=True); var = ((x - mu) ** 2).mean(-1, keepdims=True)
     check("layernorm", dtype, read(f"{d}/y.npy", dtype), (x - mu) / np.sqrt(var + 1e-5) * g + b)
 
+    run("rmsnorm", [xp, gp], [f"{d}/y.npy"], [], dtype)
+    check("rmsnorm", dtype, read(f"{d}/y.npy", dtype), x / np.sqrt((x ** 2).mean(-1, keepdims=True) + 1e-5) * g)
+
     run("gelu", [xp], [f"{d}/y.npy"], [], dtype)
     check("gelu", dtype, read(f"{d}/y.npy", dtype), 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3))))
+
+    run("silu", [xp], [f"{d}/y.npy"], [], dtype)
+    check("silu", dtype, read(f"{d}/y.npy", dtype), x / (1 + np.exp(-x)))
+
+    rp, r = store("r", rng.uniform(-1, 1, (2, 9, 3, 16)).astype(np.float32), dtype)  # [B,T,H,D], bthd
+    run("rope", [rp], [f"{d}/y.npy"], ["pos_offset=5"], dtype)
+    theta = (np.arange(9) + 5)[:, None] * 10000.0 ** (-2 * np.arange(8) / 16)  # [T, D/2]
+    c, s = np.cos(theta)[None, :, None, :], np.sin(theta)[None, :, None, :]
+    r1, r2 = r[..., :8], r[..., 8:]
+    check("rope", dtype, read(f"{d}/y.npy", dtype), np.concatenate([r1 * c - r2 * s, r1 * s + r2 * c], -1))
 
     ap, a = store("a", rng.uniform(-1, 1, (9, 513)).astype(np.float32), dtype)
     wp, w = store("w", rng.uniform(-1, 1, (33, 513)).astype(np.float32), dtype)
@@ -107,6 +122,9 @@ for dtype in ("f16", "bf16"):
     assert np.max(np.abs(got - ref)) < 1e-5, f"cross_entropy {dtype}: {np.max(np.abs(got - ref))}"
     assert abs(read(f"{d}/loss.npy", "f32") - ref.mean()) < 1e-5
     print(f"ok: cross_entropy --set dtype={dtype}: loss and losses written as float32")
+    run("cross_entropy_backward", [lp, f"{d}/t.npy"], [f"{d}/dl.npy"], [], dtype)
+    p = np.exp(logits - (ref + logits[np.arange(9), t])[:, None]); p[np.arange(9), t] -= 1
+    check("cross_entropy_backward", dtype, read(f"{d}/dl.npy", dtype), p / 9)
 PY
 
 x32="$dir/x32.npy"

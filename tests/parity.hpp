@@ -67,6 +67,21 @@ void for_each_space(F&& f) {
              Spaces{});
 }
 
+template <class T>
+struct TypeTag {
+  using type = T;
+};
+
+// The 16-bit runs of a parity test written over the element type: f(space, TypeTag<E>{}) for every space
+// for_each_space selects and E = bf16, then f16.
+template <class F>
+void for_each_space_16bit(F&& f) {
+  for_each_space([&](auto space) {
+    f(space, TypeTag<bf16>{});
+    f(space, TypeTag<f16>{});
+  });
+}
+
 // Deterministic per case: the seed mixes the case name so cases draw different data.
 inline std::vector<float> uniform(std::int64_t n, float lo, float hi, const std::string& seed) {
   std::mt19937 gen(static_cast<std::uint32_t>(std::hash<std::string>{}(seed)));
@@ -94,6 +109,25 @@ std::vector<float> values_of(const std::vector<E>& x) {
     else r.push_back(to_float(a));
   }
   return r;
+}
+// x rounded to E in place (the values a stored input holds; nothing changes for f32).
+template <class E>
+void round_in_place(std::vector<float>& x) {
+  if constexpr (!std::is_same_v<E, float>) x = values_of(rounded<E>(x));
+}
+
+// The one-value types a kernel written over E is tested in; the name in a test's output.
+template <class E>
+const char* element_name() {
+  return std::is_same_v<E, float> ? "f32" : std::is_same_v<E, bf16> ? "bf16" : "f16";
+}
+
+// tolerance::stored_output for an output stored as E (f32: t unchanged).
+template <class E>
+Tolerance stored_output(const Tolerance& t) {
+  if constexpr (std::is_same_v<E, bf16>) return tolerance::stored_output(t, 0x1p-8, 0.0);
+  else if constexpr (std::is_same_v<E, f16>) return tolerance::stored_output(t, 0x1p-11, 0x1p-25);
+  else return t;
 }
 
 inline std::string index_string(std::int64_t flat, const Shape& shape) {

@@ -28,11 +28,15 @@ const std::vector<RopeCase> kCases = [] {
   return cases;
 }();
 
-template <class Space, class Tune>
+// E: the element type of X, Y, dY and dX (f32, bf16, f16); the oracle runs on the stored values.
+template <class Space, class Tune, class E = float>
 void check_rope(const RopeCase& c) {
-  const auto x = uniform(element_count(c.shape), -1, 1, name(c) + "x");
-  const auto dy = uniform(element_count(c.shape), -1, 1, name(c) + "dy");
-  const auto base = uniform(element_count(c.shape), -1, 1, name(c) + "base");
+  auto x = uniform(element_count(c.shape), -1, 1, name(c) + "x");
+  auto dy = uniform(element_count(c.shape), -1, 1, name(c) + "dy");
+  auto base = uniform(element_count(c.shape), -1, 1, name(c) + "base");
+  round_in_place<E>(x);
+  round_in_place<E>(dy);
+  round_in_place<E>(base);
   const auto B = c.shape[0], D = c.shape[3];
   // The oracle's [O, T, H, D].
   const auto O = c.bhtd ? B * c.shape[1] : B, T = c.bhtd ? c.shape[2] : c.shape[1], H = c.bhtd ? 1 : c.shape[2];
@@ -41,17 +45,24 @@ void check_rope(const RopeCase& c) {
   reference::rope_backward(want_dx.data(), dy.data(), O, T, H, D, 10000.0, c.pos_offset);
 
   const auto layout = c.bhtd ? ops::RopeLayout::bhtd : ops::RopeLayout::bthd;
-  const auto y = ops::rope(Tensor<Space>::from_host(c.shape, x), c.pos_offset, 10000.0f, layout);
-  EXPECT_TRUE(all_close(y.to_vector(), want, c.shape, tolerance::rope)) << Space::name() << " forward";
-  const auto dx = Tensor<Space>::from_host(c.shape, base);
-  ops::rope_backward(dx, Tensor<Space>::from_host(c.shape, dy), c.pos_offset, 10000.0f, layout);
-  EXPECT_TRUE(all_close(dx.to_vector(), want_dx, c.shape, tolerance::rope)) << Space::name() << " backward";
+  const auto y = ops::rope(Tensor<Space, E>::from_host(c.shape, rounded<E>(x)), c.pos_offset, 10000.0f, layout);
+  const auto tol = stored_output<E>(tolerance::rope);
+  EXPECT_TRUE(all_close(values_of(y.to_vector()), want, c.shape, tol)) << Space::name() << ' ' << element_name<E>() << " forward";
+  const auto dx = Tensor<Space, E>::from_host(c.shape, rounded<E>(base));
+  ops::rope_backward(dx, Tensor<Space, E>::from_host(c.shape, rounded<E>(dy)), c.pos_offset, 10000.0f, layout);
+  EXPECT_TRUE(all_close(values_of(dx.to_vector()), want_dx, c.shape, tol)) << Space::name() << ' ' << element_name<E>() << " backward";
 }
 
 class RopeParity : public ::testing::TestWithParam<RopeCase> {};
 
 TEST_P(RopeParity, ForwardBackward) {
   for_each_space([&](auto space) { check_rope<typename decltype(space)::type, typename decltype(space)::tune>(GetParam()); });
+}
+
+TEST_P(RopeParity, ForwardBackward16Bit) {
+  for_each_space_16bit([&](auto space, auto e) {
+    check_rope<typename decltype(space)::type, typename decltype(space)::tune, typename decltype(e)::type>(GetParam());
+  });
 }
 
 INSTANTIATE_TEST_SUITE_P(Sweep, RopeParity, ::testing::ValuesIn(kCases), [](const auto& info) { return name(info.param); });

@@ -30,6 +30,14 @@ inline double row_reduction(std::int64_t n) { return 2.0 * u * (5.0 + static_cas
 // fast_exp (src/ptk/kernels/detail/fast_exp.hpp): relative error bound on [-87.3, 88.7], with or without FMA.
 constexpr double fast_exp = 2.6 * u;
 
+// An output a kernel writes in a 16-bit type (the row ops and activations over E = bf16, f16), from inputs stored
+// in that type: the oracle runs on the stored values (exact as float), so the kernel's fp32 arithmetic keeps fp32's
+// bound `t`, and the one rounding of the result to the type adds its unit roundoff `unit` (2^-8, 2^-11) relative,
+// plus, for f16, half its subnormal spacing (2^-25) absolute. `unit` = 0 (f32) gives t back.
+inline Tolerance stored_output(const Tolerance& t, double unit, double subnormal_half_step) {
+  return {t.atol * (1.0 + unit) + subnormal_half_step, t.rtol + unit};
+}
+
 // matmul on inputs in [-1, 1]: partial sums grow like sqrt(k/9), so K roundings accumulate to
 // ~0.24 u K absolute on average; 2 u K is about 8x that.
 inline Tolerance matmul(std::int64_t K) { return {2.0 * u * static_cast<double>(K), 4.0 * u}; }

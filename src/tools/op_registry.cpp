@@ -61,8 +61,14 @@ const OpKey* OpEntry::key(const std::string& k) const {
 
 namespace {
 
+template <class T>
+struct TypeTag {
+  using type = T;
+};
+
 // What a run function sees: the float inputs on space S (undefined at index positions), the index
-// inputs on request, the settings, and `host` to bring a result back.
+// inputs on request, the settings, and `host` to bring a result back. An op written over the element type
+// runs under `typed`, which calls f(TypeTag<E>) for --set dtype's E, and takes its inputs with as<E>(i).
 template <class S>
 struct Call {
   using Space = S;
@@ -79,7 +85,27 @@ struct Call {
                              host.data(), host.size()));
     return v;
   }
-  static io::NpyArray host(const Tensor<S>& t) { return {t.shape(), t.to_vector()}; }
+  template <class E>
+  static io::NpyArray host(const Tensor<S, E>& t) {
+    if constexpr (std::is_same_v<E, float>) return {t.shape(), t.to_vector()};
+    else return {t.shape(), ops::to_f32(t).to_vector()};
+  }
+
+  template <class F>
+  OpResults typed(const F& f) const {
+    switch (inputs.dtype) {
+      case io::NpyDtype::bf16: return f(TypeTag<bf16>{});
+      case io::NpyDtype::f16: return f(TypeTag<f16>{});
+      case io::NpyDtype::f32: break;
+    }
+    return f(TypeTag<float>{});
+  }
+  // Float input i stored as E: exact, its values were rounded to E when read.
+  template <class E>
+  Tensor<S, E> as(std::size_t i) const {
+    if constexpr (std::is_same_v<E, float>) return in[i];
+    else return ops::cast<E>(in[i]);
+  }
 };
 
 template <class S>
@@ -133,10 +159,14 @@ Results run_rope(const C& c, bool backward) {
   const auto offset = c.set.integer("pos_offset", 0, 0, INT_MAX);
   const auto base = c.set.number("base", 10000.0f);
   const auto layout = rope_layout(c.set, backward ? "rope_backward" : "rope");
-  if (!backward) return {c.host(ops::rope(c.in[0], offset, base, layout))};
-  Tensor<SpaceOf<C>> dx(c.in[0].shape(), "ptk::drope");
-  ops::rope_backward(dx, c.in[0], offset, base, layout);
-  return {c.host(dx)};
+  return c.typed([&](auto e) -> Results {
+    using E = typename decltype(e)::type;
+    const auto x = c.template as<E>(0);
+    if (!backward) return {c.host(ops::rope(x, offset, base, layout))};
+    Tensor<SpaceOf<C>, E> dx(x.shape(), "ptk::drope");
+    ops::rope_backward(dx, x, offset, base, layout);
+    return {c.host(dx)};
+  });
 }
 
 // One function per row of the op table (ptk/op_table.def): the op's inputs, outputs, --set keys and run function.
@@ -167,54 +197,75 @@ OpEntry spec_softmax() {
               {{"scale", "1", "multiplies X first"},
                {"causal", "0", "1: the last two dims are a square score matrix, masked above the diagonal"}},
               [](const auto& c) -> Results {
-    return {c.host(ops::softmax(c.in[0], c.set.number("scale", 1.0f), c.set.flag("causal")))};
+    return c.typed([&](auto e) -> Results {
+      using E = typename decltype(e)::type;
+      return {c.host(ops::softmax(c.template as<E>(0), c.set.number("scale", 1.0f), c.set.flag("causal")))};
+    });
   });
 }
 
 OpEntry spec_softmax_backward() {
   return spec({{"Y"}, {"dY"}}, {{"dX"}}, {{"scale", "1", "as the forward's"}}, [](const auto& c) -> Results {
-    using S = SpaceOf<std::decay_t<decltype(c)>>;
-    Tensor<S> dx(c.in[0].shape(), "ptk::dX");
-    ops::softmax_backward(dx, c.in[0], c.in[1], c.set.number("scale", 1.0f));
-    return {c.host(dx)};
+    return c.typed([&](auto e) -> Results {
+      using E = typename decltype(e)::type;
+      Tensor<SpaceOf<std::decay_t<decltype(c)>>, E> dx(c.in[0].shape(), "ptk::dX");
+      ops::softmax_backward(dx, c.template as<E>(0), c.template as<E>(1), c.set.number("scale", 1.0f));
+      return {c.host(dx)};
+    });
   });
 }
 
 OpEntry spec_layernorm() {
   return spec({{"X"}, {"gamma"}, {"beta"}}, {{"Y"}}, {kEps}, [](const auto& c) -> Results {
-    return {c.host(ops::layernorm(c.in[0], c.in[1], c.in[2], c.set.number("eps", 1e-5f)).out)};
+    return c.typed([&](auto e) -> Results {
+      using E = typename decltype(e)::type;
+      return {c.host(ops::layernorm(c.template as<E>(0), c.in[1], c.in[2], c.set.number("eps", 1e-5f)).out)};
+    });
   });
 }
 
 OpEntry spec_layernorm_backward() {
   return spec({{"X"}, {"gamma"}, {"dY"}}, {{"dX"}, {"dgamma"}, {"dbeta"}}, {kEps}, [](const auto& c) -> Results {
     using S = SpaceOf<std::decay_t<decltype(c)>>;
-    const auto &x = c.in[0], &gamma = c.in[1];
-    ops::check_tensor("layernorm_backward", "X", x, 1, INT_MAX);  // before the forward's checks name "layernorm"
-    ops::check_feature_vector("layernorm_backward", "gamma", gamma, x);
-    Tensor<S> dx(x.shape(), "ptk::dX"), dgamma(gamma.shape(), "ptk::dgamma"), dbeta(gamma.shape(), "ptk::dbeta");
-    const auto stats = ops::layernorm(x, gamma, Tensor<S>(gamma.shape()), c.set.number("eps", 1e-5f));
-    ops::layernorm_backward(dx, dgamma, dbeta, c.in[2], x, gamma, stats.mean, stats.rstd);
-    return {c.host(dx), c.host(dgamma), c.host(dbeta)};
+    const auto& gamma = c.in[1];
+    ops::check_tensor("layernorm_backward", "X", c.in[0], 1, INT_MAX);  // before the forward's checks name "layernorm"
+    ops::check_feature_vector("layernorm_backward", "gamma", gamma, c.in[0]);
+    return c.typed([&](auto e) -> Results {
+      using E = typename decltype(e)::type;
+      const auto x = c.template as<E>(0);
+      Tensor<S, E> dx(x.shape(), "ptk::dX");
+      Tensor<S> dgamma(gamma.shape(), "ptk::dgamma"), dbeta(gamma.shape(), "ptk::dbeta");
+      const auto stats = ops::layernorm(x, gamma, Tensor<S>(gamma.shape()), c.set.number("eps", 1e-5f));
+      ops::layernorm_backward(dx, dgamma, dbeta, c.template as<E>(2), x, gamma, stats.mean, stats.rstd);
+      return {c.host(dx), c.host(dgamma), c.host(dbeta)};
+    });
   });
 }
 
 OpEntry spec_rmsnorm() {
   return spec({{"X"}, {"weight"}}, {{"Y"}}, {kEps}, [](const auto& c) -> Results {
-    return {c.host(ops::rmsnorm(c.in[0], c.in[1], c.set.number("eps", 1e-5f)).out)};
+    return c.typed([&](auto e) -> Results {
+      using E = typename decltype(e)::type;
+      return {c.host(ops::rmsnorm(c.template as<E>(0), c.in[1], c.set.number("eps", 1e-5f)).out)};
+    });
   });
 }
 
 OpEntry spec_rmsnorm_backward() {
   return spec({{"X"}, {"weight"}, {"dY"}}, {{"dX"}, {"dweight"}}, {kEps}, [](const auto& c) -> Results {
     using S = SpaceOf<std::decay_t<decltype(c)>>;
-    const auto &x = c.in[0], &weight = c.in[1];
-    ops::check_tensor("rmsnorm_backward", "X", x, 1, INT_MAX);
-    ops::check_feature_vector("rmsnorm_backward", "weight", weight, x);
-    Tensor<S> dx(x.shape(), "ptk::dX"), dweight(weight.shape(), "ptk::dweight");
-    const auto stats = ops::rmsnorm(x, weight, c.set.number("eps", 1e-5f));
-    ops::rmsnorm_backward(dx, dweight, c.in[2], x, weight, stats.rstd);
-    return {c.host(dx), c.host(dweight)};
+    const auto& weight = c.in[1];
+    ops::check_tensor("rmsnorm_backward", "X", c.in[0], 1, INT_MAX);
+    ops::check_feature_vector("rmsnorm_backward", "weight", weight, c.in[0]);
+    return c.typed([&](auto e) -> Results {
+      using E = typename decltype(e)::type;
+      const auto x = c.template as<E>(0);
+      Tensor<S, E> dx(x.shape(), "ptk::dX");
+      Tensor<S> dweight(weight.shape(), "ptk::dweight");
+      const auto stats = ops::rmsnorm(x, weight, c.set.number("eps", 1e-5f));
+      ops::rmsnorm_backward(dx, dweight, c.template as<E>(2), x, weight, stats.rstd);
+      return {c.host(dx), c.host(dweight)};
+    });
   });
 }
 
@@ -254,26 +305,36 @@ OpEntry spec_decode_attention() {
 }
 
 OpEntry spec_gelu() {
-  return spec({{"X"}}, {{"Y"}}, {}, [](const auto& c) -> Results { return {c.host(ops::gelu(c.in[0]))}; });
+  return spec({{"X"}}, {{"Y"}}, {}, [](const auto& c) -> Results {
+    return c.typed([&](auto e) -> Results { return {c.host(ops::gelu(c.template as<typename decltype(e)::type>(0)))}; });
+  });
 }
 
 OpEntry spec_silu() {
-  return spec({{"X"}}, {{"Y"}}, {}, [](const auto& c) -> Results { return {c.host(ops::silu(c.in[0]))}; });
+  return spec({{"X"}}, {{"Y"}}, {}, [](const auto& c) -> Results {
+    return c.typed([&](auto e) -> Results { return {c.host(ops::silu(c.template as<typename decltype(e)::type>(0)))}; });
+  });
 }
 
 OpEntry spec_gelu_backward() {
   return spec({{"X"}, {"dY"}}, {{"dX"}}, {}, [](const auto& c) -> Results {
-    Tensor<SpaceOf<std::decay_t<decltype(c)>>> dx(c.in[0].shape(), "ptk::dX");
-    ops::gelu_backward(dx, c.in[0], c.in[1]);
-    return {c.host(dx)};
+    return c.typed([&](auto e) -> Results {
+      using E = typename decltype(e)::type;
+      Tensor<SpaceOf<std::decay_t<decltype(c)>>, E> dx(c.in[0].shape(), "ptk::dX");
+      ops::gelu_backward(dx, c.template as<E>(0), c.template as<E>(1));
+      return {c.host(dx)};
+    });
   });
 }
 
 OpEntry spec_silu_backward() {
   return spec({{"X"}, {"dY"}}, {{"dX"}}, {}, [](const auto& c) -> Results {
-    Tensor<SpaceOf<std::decay_t<decltype(c)>>> dx(c.in[0].shape(), "ptk::dX");
-    ops::silu_backward(dx, c.in[0], c.in[1]);
-    return {c.host(dx)};
+    return c.typed([&](auto e) -> Results {
+      using E = typename decltype(e)::type;
+      Tensor<SpaceOf<std::decay_t<decltype(c)>>, E> dx(c.in[0].shape(), "ptk::dX");
+      ops::silu_backward(dx, c.template as<E>(0), c.template as<E>(1));
+      return {c.host(dx)};
+    });
   });
 }
 
@@ -301,8 +362,10 @@ OpEntry spec_cross_entropy() {
   return spec({{"logits"}, {"targets", true}}, {{"loss", false, true}, {"losses", false, true}, {"lse", true, true}}, {kIgnore}, [](const auto& c) -> Results {
     using S = SpaceOf<std::decay_t<decltype(c)>>;
     const int ignore = ignore_index(c.set);
-    const auto ce = ops::cross_entropy<S>(c.in[0], c.ids(1), ignore);
-    return {io::NpyArray{{}, {ce.loss_value()}}, c.host(ce.losses), c.host(ce.lse)};
+    return c.typed([&](auto e) -> Results {
+      const auto ce = ops::cross_entropy<S>(c.template as<typename decltype(e)::type>(0), c.ids(1), ignore);
+      return {io::NpyArray{{}, {ce.loss_value()}}, c.host(ce.losses), c.host(ce.lse)};
+    });
   });
 }
 
@@ -312,11 +375,14 @@ OpEntry spec_cross_entropy_backward() {
     using S = SpaceOf<std::decay_t<decltype(c)>>;
     const int ignore = ignore_index(c.set);
     const auto targets = c.ids(1);
-    const auto ce = ops::cross_entropy<S>(c.in[0], targets, ignore);
-    Tensor<S> dlogits(c.in[0].shape(), "ptk::dlogits");
-    ops::cross_entropy_backward<S>(dlogits, c.set.number("dloss", 1.0f), c.in[0], ce.lse, targets,
-                                   ce.counted, ignore);
-    return {c.host(dlogits)};
+    return c.typed([&](auto e) -> Results {
+      using E = typename decltype(e)::type;
+      const auto logits = c.template as<E>(0);
+      const auto ce = ops::cross_entropy<S>(logits, targets, ignore);
+      Tensor<S, E> dlogits(logits.shape(), "ptk::dlogits");
+      ops::cross_entropy_backward<S>(dlogits, c.set.number("dloss", 1.0f), logits, ce.lse, targets, ce.counted, ignore);
+      return {c.host(dlogits)};
+    });
   });
 }
 

@@ -52,10 +52,12 @@ class Settings {
 };
 
 // The inputs as read: at position i, arrays[i] for a float input or ids[i] for an index input (the
-// other slot empty).
+// other slot empty); dtype: --set dtype, the type the float inputs and outputs are stored in (their values already
+// rounded to it). The ops written over the element type run in it.
 struct HostInputs {
   std::vector<io::NpyArray> arrays;
   std::vector<io::NpyIndexArray> ids;
+  io::NpyDtype dtype = io::NpyDtype::f32;
 };
 
 using OpResults = std::vector<io::NpyArray>;  // one per output, in order, on the host

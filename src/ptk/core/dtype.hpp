@@ -52,6 +52,26 @@ KOKKOS_INLINE_FUNCTION E round_to(float x) {
   else return to_f16(x);
 }
 
+// A one-value item as float, exactly (round_to's inverse on the values the type holds): how a kernel written over E
+// reads an element.
+// f16 on a host with F16C takes the masked form of the decode (half.hpp), which g++ vectorizes in the row ops'
+// loops; the scalar instruction would keep them scalar (the same value either way).
+template <class E>
+KOKKOS_INLINE_FUNCTION float widen(E x) {
+  static_assert(Element<E>::block == 1, "a block type is read through load() (kernels/detail/load.hpp)");
+  if constexpr (std::is_same_v<E, float>) {
+    return x;
+  } else if constexpr (std::is_same_v<E, f16>) {
+#if defined(PTK_F16C)
+    return detail::f16_to_float_masked(x);
+#else
+    return to_float(x);
+#endif
+  } else {
+    return to_float(x);
+  }
+}
+
 // An item whose values are all NaN: what a debug build fills an unwritten output with.
 template <class E>
 KOKKOS_INLINE_FUNCTION E nan_item() {

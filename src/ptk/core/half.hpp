@@ -30,16 +30,32 @@ struct f16 {
   std::uint16_t bits;
 };
 
+// Bit casts: the builtin where a plain host compiler has it (a register move, in every build: ASan's debug build
+// intercepts memcpy, a call a value that made the 16-bit tests there several times slower); memcpy under nvcc and
+// hipcc, whose front ends may lack the builtin.
+#if defined(__has_builtin) && !defined(__CUDACC__) && !defined(__HIPCC__)
+#if __has_builtin(__builtin_bit_cast)
+#define PTK_BIT_CAST 1
+#endif
+#endif
 namespace detail {
 KOKKOS_INLINE_FUNCTION std::uint32_t bits_of(float x) {
+#if defined(PTK_BIT_CAST)
+  return __builtin_bit_cast(std::uint32_t, x);
+#else
   std::uint32_t u;
   std::memcpy(&u, &x, sizeof u);
   return u;
+#endif
 }
 KOKKOS_INLINE_FUNCTION float float_of(std::uint32_t u) {
+#if defined(PTK_BIT_CAST)
+  return __builtin_bit_cast(float, u);
+#else
   float x;
   std::memcpy(&x, &u, sizeof x);
   return x;
+#endif
 }
 // value >> shift, rounded to nearest, ties to even (shift in 1 … 31).
 KOKKOS_INLINE_FUNCTION std::uint32_t shift_round_even(std::uint32_t value, int shift) {
@@ -50,12 +66,15 @@ KOKKOS_INLINE_FUNCTION std::uint32_t shift_round_even(std::uint32_t value, int s
 
 KOKKOS_INLINE_FUNCTION float to_float(bf16 x) { return detail::float_of(static_cast<std::uint32_t>(x.bits) << 16); }
 
+// Branch-free (a select), so that a loop of them vectorizes.
 KOKKOS_INLINE_FUNCTION bf16 to_bf16(float x) {
   const std::uint32_t u = detail::bits_of(x);
-  if ((u & 0x7fffffffu) > 0x7f800000u)  // NaN: the top of its payload, made quiet
-    return bf16{static_cast<std::uint16_t>((u >> 16) | 0x0040u)};
-  // The low 16 bits rounded away; a carry moves into the exponent (the largest finite values round up to inf).
-  return bf16{static_cast<std::uint16_t>(detail::shift_round_even(u, 16))};
+  // The low 16 bits rounded away, to nearest, ties to even: adding 0x7fff plus the kept part's lowest bit carries
+  // exactly when the rest is above half, or half with an odd kept part (shift_round_even(u, 16)). A carry moves
+  // into the exponent (the largest finite values round up to inf); no finite u overflows.
+  const std::uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+  const std::uint32_t nan = (u >> 16) | 0x0040u;  // NaN: the top of its payload, made quiet
+  return bf16{static_cast<std::uint16_t>((u & 0x7fffffffu) > 0x7f800000u ? nan : rounded)};
 }
 
 namespace detail {
@@ -68,6 +87,20 @@ KOKKOS_INLINE_FUNCTION float f16_to_float_portable(f16 x) {
     return float_of(sign | bits_of(magnitude));
   }
   return float_of(sign | ((exponent + 112u) << 23) | (mantissa << 13));  // rebias 15 -> 127
+}
+
+// The same value with bit masks instead of branches, so that a loop of them vectorizes (widen, dtype.hpp): the
+// scalar F16C instruction of to_float stops g++'s vectorizer, the branches above do too, and so do selects (g++ will
+// not move the subnormal's float multiply under a condition: it may trap).
+KOKKOS_INLINE_FUNCTION float f16_to_float_masked(f16 x) {
+  const std::uint32_t h = x.bits, sign = (h & 0x8000u) << 16, exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu;
+  // zero and subnormals: mantissa · 2^-24 (an int conversion: exact), taken where the exponent is 0.
+  const std::uint32_t small = bits_of(static_cast<float>(static_cast<std::int32_t>(mantissa)) * 5.9604644775390625e-08f);
+  const std::uint32_t top = 0u - static_cast<std::uint32_t>(exponent == 0x1fu);  // all ones for inf and NaN
+  const std::uint32_t zero = 0u - static_cast<std::uint32_t>(exponent == 0);
+  // Rebias 15 -> 127; inf and NaN take float's top exponent (143 | 255 = 255).
+  const std::uint32_t normal = (((exponent + 112u) | (top & 0xffu)) << 23) | (mantissa << 13);
+  return float_of(sign | (small & zero) | (normal & ~zero));
 }
 }  // namespace detail
 

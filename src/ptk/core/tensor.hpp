@@ -36,6 +36,10 @@ template <class Space>
 using ConstTensor4 = Kokkos::View<const float****, Kokkos::LayoutRight, Space>;
 // Rows of stored items of any element type E (dtype.hpp): [rows, values / Element<E>::block].
 template <class Space, class E = float>
+using VectorOf = Kokkos::View<E*, Kokkos::LayoutRight, Space>;
+template <class Space, class E = float>
+using ConstVectorOf = Kokkos::View<const E*, Kokkos::LayoutRight, Space>;
+template <class Space, class E = float>
 using MatrixOf = Kokkos::View<E**, Kokkos::LayoutRight, Space>;
 template <class Space, class E = float>
 using ConstMatrixOf = Kokkos::View<const E**, Kokkos::LayoutRight, Space>;

@@ -23,7 +23,7 @@ KOKKOS_INLINE_FUNCTION E stored_item(const float* x) {
 
 template <class Space, class E>
 void convert(const Kokkos::View<E*, Kokkos::LayoutRight, Space>& y, const ConstVector<Space>& x) {
-#if defined(PTK_AVX512_LOADS)
+#if defined(PTK_HOST_AVX512)
   // f16 on a host with AVX-512: 16 values an instruction (VCVTPS2PH, round to nearest even: the bits of to_f16,
   // Half.VectorF16RoundingMatchesToF16). to_f16's integer sequence left g++ scalar and branchy, and the casts of a
   // mixed-precision f16 step (every linear input and output gradient) took a third of its time.

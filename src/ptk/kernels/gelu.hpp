@@ -3,6 +3,7 @@
 // evaluated as x / (1 + exp(-2u)) (the same function) so that large negative x does not cancel.
 // gelu_backward: inp, dout [n] -> dinp[n] += dout · gelu'(x), gelu'(x) = s + x · 2u' · s (1 - s),
 // s = σ(2u), u = sqrt(2/pi) (x + 0.044715 x^3), u' = sqrt(2/pi) (1 + 3 · 0.044715 x^2).
+// E: the element type of every array (f32, bf16, f16): read exactly, computed in fp32, each output rounded once.
 #include <Kokkos_Core.hpp>
 
 #include <cfloat>
@@ -25,11 +26,11 @@ KOKKOS_INLINE_FUNCTION float gelu_value(float v) {
   return num / (1.0f + fast_exp_clamped(a));
 }
 
-template <class Space, class Tune = Tuning<Space>>
-void gelu_forward(const Vector<Space>& out, const ConstVector<Space>& inp) {
-  const float* x = inp.data();
+template <class Space, class Tune = Tuning<Space>, class E = float>
+void gelu_forward(const VectorOf<Space, E>& out, const Same<ConstVectorOf<Space, E>>& inp) {
+  const E* x = inp.data();
   elementwise<Space, typename Tune::rows>("ptk::gelu_forward", inp.extent(0), out.data(),
-                     KOKKOS_LAMBDA(const std::size_t i) { return gelu_value(x[i]); });
+                     KOKKOS_LAMBDA(const std::size_t i) { return gelu_value(widen(x[i])); });
 }
 
 // gelu'(v). With a = -2u (the forward's exp argument), E = e^-|a| <= 1 and D = 1 / (1 + E):
@@ -50,22 +51,27 @@ KOKKOS_INLINE_FUNCTION float gelu_grad(float v) {
   return s + t;
 }
 
-template <class Space, class Tune = Tuning<Space>>
-void gelu_backward(const Vector<Space>& dinp, const ConstVector<Space>& inp, const ConstVector<Space>& dout) {
-  const float* x = inp.data();
-  const float* dy = dout.data();
-  float* dx = dinp.data();
+template <class Space, class Tune = Tuning<Space>, class E = float>
+void gelu_backward(const VectorOf<Space, E>& dinp, const Same<ConstVectorOf<Space, E>>& inp,
+                   const Same<ConstVectorOf<Space, E>>& dout) {
+  const E* x = inp.data();
+  const E* dy = dout.data();
+  E* dx = dinp.data();
   elementwise<Space, typename Tune::rows>("ptk::gelu_backward", inp.extent(0), dx,
-                     KOKKOS_LAMBDA(const std::size_t i) { return dx[i] + dy[i] * gelu_grad(x[i]); });
+                     KOKKOS_LAMBDA(const std::size_t i) { return widen(dx[i]) + widen(dy[i]) * gelu_grad(widen(x[i])); });
 }
 
 }  // namespace ptk::kernels
 
 // Explicit instantiations (instances.hpp): compiled once, in src/ptk/kernels/inst/, for every space and tuning the
 // build has; declared extern here so that no other translation unit compiles these kernels again.
-#define PTK_GELU_TUNED_INSTANCES(EXT, Space, Tune) \
-  EXT template void gelu_forward<Space, Tune>(const Vector<Space>& out, const ConstVector<Space>& inp); \
-  EXT template void gelu_backward<Space, Tune>(const Vector<Space>& dinp, const ConstVector<Space>& inp, const ConstVector<Space>& dout);
+#define PTK_GELU_ELEMENT_INSTANCE(EXT, Space, Tune, E) \
+  EXT template void gelu_forward<Space, Tune, E>(const VectorOf<Space, E>& out, const Same<ConstVectorOf<Space, E>>& inp); \
+  EXT template void gelu_backward<Space, Tune, E>(const VectorOf<Space, E>& dinp, const Same<ConstVectorOf<Space, E>>& inp, const Same<ConstVectorOf<Space, E>>& dout);
+#define PTK_GELU_TUNED_INSTANCES(EXT, Space, Tune)           \
+  PTK_GELU_ELEMENT_INSTANCE(EXT, Space, Tune, float)       \
+  PTK_GELU_ELEMENT_INSTANCE(EXT, Space, Tune, ::ptk::bf16) \
+  PTK_GELU_ELEMENT_INSTANCE(EXT, Space, Tune, ::ptk::f16)
 namespace ptk::kernels {
 PTK_FOR_EACH_CONFIG(PTK_GELU_TUNED_INSTANCES, extern)
 }  // namespace ptk::kernels

@@ -3,6 +3,7 @@
 // mean[R] and rstd[R] = 1/sqrt(var + eps) (biased variance) saved for the backward pass.
 // layernorm_backward: dout, inp [R,N], weight[N], mean, rstd [R] -> dinp[R,N], dweight[N], dbias[N] (+=);
 // x̂ = (inp - mean) rstd, g = dout weight: dinp += rstd (g - mean g - x̂ mean(g x̂)), dweight += Σ dout x̂, dbias += Σ dout.
+// E: the element type of inp, out, dout, dinp (f32, bf16, f16); weight, bias, mean, rstd and their gradients fp32.
 #include <Kokkos_Core.hpp>
 
 #include "ptk/core/compat.hpp"
@@ -25,13 +26,13 @@ namespace ptk::kernels {
 // d = 0 and the variance is 0 exactly. The two sweeps are software-pipelined over a team thread's
 // rows as in rmsnorm_forward: the output sweep of one row takes the sums of the thread's next row
 // (lane_sum2_map, prefetching it), so the loads from memory never pause for the in-cache sweep.
-template <class Space, class Tune = Tuning<Space>>
+template <class Space, class Tune = Tuning<Space>, class E = float>
 struct LayernormForward {
   using Team = typename Kokkos::TeamPolicy<Space>::member_type;
   using Traits = WithLanes<typename Tune::rows, Tune::rows::norm_lanes>;
-  Matrix<Space> out;
+  MatrixOf<Space, E> out;
   Vector<Space> mean, rstd;
-  ConstMatrix<Space> inp;
+  ConstMatrixOf<Space, E> inp;
   ConstVector<Space> weight, bias;
   float eps;
   int rows_per_team;
@@ -56,16 +57,16 @@ struct LayernormForward {
     const int cols = static_cast<int>(inp.extent(1));
     const float* w = weight.data();
     const float* b = bias.data();
-    const float* xp = prev >= 0 ? &inp(prev, 0) : nullptr;
-    float* y = prev >= 0 ? &out(prev, 0) : nullptr;
+    const E* xp = prev >= 0 ? &inp(prev, 0) : nullptr;
+    E* y = prev >= 0 ? &out(prev, 0) : nullptr;
     const float mp = sp.m, rp = sp.r;
-    const auto value = [&](int j) { return (xp[j] - mp) * rp * w[j] + b[j]; };
+    const auto value = [&](int j) { return (widen(xp[j]) - mp) * rp * w[j] + b[j]; };
     if (row < 0) {
       Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, Traits::vector_length),
                            [&](int v) { lane_map<Traits>(0, cols, v, y, value, streaming); });
       return sp;
     }
-    const float* x = &inp(row, 0);
+    const E* x = &inp(row, 0);
 
     // K: the mean of the first min(cols, S) values, summed pairwise in double (exact unless they
     // span more than 2^25 in magnitude, so a constant row gives its value back) and rounded once.
@@ -74,13 +75,13 @@ struct LayernormForward {
     // (one thread, standalone: 90 -> 68 ns a row; with two threads ptk_bench did not tell them apart).
     double head[S];
     if (cols >= S) {
-      for (int l = 0; l < S; ++l) head[l] = static_cast<double>(x[l]);
+      for (int l = 0; l < S; ++l) head[l] = static_cast<double>(widen(x[l]));
     } else {
-      for (int l = 0; l < S; ++l) head[l] = l < cols ? static_cast<double>(x[l]) : 0.0;
+      for (int l = 0; l < S; ++l) head[l] = l < cols ? static_cast<double>(widen(x[l])) : 0.0;
     }
     const float k = static_cast<float>(tree_sum(head) / (cols < S ? cols : S));
     const auto term = [&](int j, float& d, float& d2) {
-      d = x[j] - k;
+      d = widen(x[j]) - k;
       d2 = d * d;
     };
 
@@ -110,14 +111,14 @@ struct LayernormForward {
   }
 };
 
-template <class Space, class Tune = Tuning<Space>>
-void layernorm_forward(const Matrix<Space>& out, const Vector<Space>& mean, const Vector<Space>& rstd,
-                       const ConstMatrix<Space>& inp, const ConstVector<Space>& weight, const ConstVector<Space>& bias,
-                       float eps) {
+template <class Space, class Tune = Tuning<Space>, class E = float>
+void layernorm_forward(const MatrixOf<Space, E>& out, const Vector<Space>& mean, const Vector<Space>& rstd,
+                       const Same<ConstMatrixOf<Space, E>>& inp, const ConstVector<Space>& weight,
+                       const ConstVector<Space>& bias, float eps) {
   const int rows = static_cast<int>(inp.extent(0));
   const int rows_per_team = pipeline_rows<Space, typename Tune::rows>(rows);
   Kokkos::parallel_for("ptk::layernorm_forward", row_policy<Space, typename Tune::rows>(rows, rows_per_team),
-                       LayernormForward<Space, Tune>{out, mean, rstd, inp, weight, bias, eps, rows_per_team,
+                       LayernormForward<Space, Tune, E>{out, mean, rstd, inp, weight, bias, eps, rows_per_team,
                                                stream_stores<typename Tune::rows>(out)});
 }
 
@@ -125,14 +126,14 @@ void layernorm_forward(const Matrix<Space>& out, const Vector<Space>& mean, cons
 // column_sums.hpp): a team owns a block of rows, each of its threads a partial row of dweight and
 // dbias. Two sweeps per row: the two row sums (blocked compensated, lane_sum2; the row comes from
 // memory), then dinp and the row's terms of dweight and dbias (the row still in L1/L2).
-template <class Space, class Tune = Tuning<Space>>
+template <class Space, class Tune = Tuning<Space>, class E = float>
 struct LayernormBackward {
   using Team = typename Kokkos::TeamPolicy<Space>::member_type;
   using Traits = typename Tune::rows;
-  Matrix<Space> dinp;
+  MatrixOf<Space, E> dinp;
   Kokkos::View<double**, Kokkos::LayoutRight, Space> partial;  // [partials, 2 N]: dweight, then dbias
   Matrix<Space> chunk;  // [partials, 2 N]: the same, for the rows of the current chunk, in fp32
-  ConstMatrix<Space> dout, inp;
+  ConstMatrixOf<Space, E> dout, inp;
   ConstVector<Space> weight, mean, rstd;
   int rows_per_block;
 
@@ -151,9 +152,9 @@ struct LayernormBackward {
   KOKKOS_INLINE_FUNCTION void row(const Team& team, int row, float* sw, float* sb) const {
     constexpr int L = Traits::lanes, V = Traits::vector_length, W = L * V;
     const int cols = static_cast<int>(inp.extent(1));
-    const float* x = &inp(row, 0);
-    const float* dy = &dout(row, 0);
-    float* dx = &dinp(row, 0);
+    const E* x = &inp(row, 0);
+    const E* dy = &dout(row, 0);
+    E* dx = &dinp(row, 0);
     const float* w = weight.data();
     const float m = mean(row), r = rstd(row);
 
@@ -162,8 +163,8 @@ struct LayernormBackward {
         Kokkos::ThreadVectorRange(team, Traits::vector_length),
         [&](int v, CompensatedPair& total) {
           total.merge(lane_sum2<Traits>(0, cols, v, [&](int j, float& g, float& gx) {
-            g = dy[j] * w[j];
-            gx = g * ((x[j] - m) * r);
+            g = widen(dy[j]) * w[j];
+            gx = g * ((widen(x[j]) - m) * r);
           }));
         },
         CompensatedPairSum(sums));
@@ -176,10 +177,10 @@ struct LayernormBackward {
     // A block's values are formed in local arrays before any is stored, so no runtime check of dx,
     // sw and sb against x and dy is needed (see lane_map).
     const auto step = [&](int j, float& d, float& tw, float& tb) {
-      const float xm = x[j] - m;
-      d = dx[j] + ((r * (dy[j] * w[j]) - a) - xm * b);
-      tw = sw[j] + dy[j] * (xm * r);
-      tb = sb[j] + dy[j];
+      const float xm = widen(x[j]) - m, dyj = widen(dy[j]);
+      d = widen(dx[j]) + ((r * (dyj * w[j]) - a) - xm * b);
+      tw = sw[j] + dyj * (xm * r);
+      tb = sb[j] + dyj;
     };
     Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, Traits::vector_length), [&](int v) {
       const int full = cols / W * W;
@@ -188,7 +189,7 @@ struct LayernormBackward {
         for (int l = 0; l < L; ++l) step(blk + l * V + v, d[l], tw[l], tb[l]);
         for (int l = 0; l < L; ++l) {
           const int j = blk + l * V + v;
-          dx[j] = d[l];
+          dx[j] = round_to<E>(d[l]);
           sw[j] = tw[l];
           sb[j] = tb[l];
         }
@@ -198,7 +199,7 @@ struct LayernormBackward {
         if (j < cols) {
           float d, tw, tb;
           step(j, d, tw, tb);
-          dx[j] = d;
+          dx[j] = round_to<E>(d);
           sw[j] = tw;
           sb[j] = tb;
         }
@@ -207,10 +208,10 @@ struct LayernormBackward {
   }
 };
 
-template <class Space, class Tune = Tuning<Space>>
-void layernorm_backward(const Matrix<Space>& dinp, const Vector<Space>& dweight, const Vector<Space>& dbias,
-                        const ConstMatrix<Space>& dout, const ConstMatrix<Space>& inp, const ConstVector<Space>& weight,
-                        const ConstVector<Space>& mean, const ConstVector<Space>& rstd) {
+template <class Space, class Tune = Tuning<Space>, class E = float>
+void layernorm_backward(const MatrixOf<Space, E>& dinp, const Vector<Space>& dweight, const Vector<Space>& dbias,
+                        const Same<ConstMatrixOf<Space, E>>& dout, const Same<ConstMatrixOf<Space, E>>& inp,
+                        const ConstVector<Space>& weight, const ConstVector<Space>& mean, const ConstVector<Space>& rstd) {
   using Traits = typename Tune::rows;
   const int rows = static_cast<int>(inp.extent(0)), cols = static_cast<int>(inp.extent(1));
   const auto cut = column_partials<Tune>(rows, cols);
@@ -218,7 +219,7 @@ void layernorm_backward(const Matrix<Space>& dinp, const Vector<Space>& dweight,
   const auto chunk = work_view<Matrix<Space>>("ptk::layernorm_backward_chunks", cut.partials, 2 * cols);
   Kokkos::parallel_for("ptk::layernorm_backward",
                        Kokkos::TeamPolicy<Space>(cut.blocks, Traits::team_size, Traits::vector_length),
-                       LayernormBackward<Space, Tune>{dinp, partial, chunk, dout, inp, weight, mean, rstd, cut.rows_per_block});
+                       LayernormBackward<Space, Tune, E>{dinp, partial, chunk, dout, inp, weight, mean, rstd, cut.rows_per_block});
   add_column_sums<Space, Tune>("ptk::layernorm_backward_dweight", dweight, partial, 0);
   add_column_sums<Space, Tune>("ptk::layernorm_backward_dbias", dbias, partial, cols);
 }
@@ -227,9 +228,13 @@ void layernorm_backward(const Matrix<Space>& dinp, const Vector<Space>& dweight,
 
 // Explicit instantiations (instances.hpp): compiled once, in src/ptk/kernels/inst/, for every space and tuning the
 // build has; declared extern here so that no other translation unit compiles these kernels again.
-#define PTK_LAYERNORM_TUNED_INSTANCES(EXT, Space, Tune) \
-  EXT template void layernorm_forward<Space, Tune>(const Matrix<Space>& out, const Vector<Space>& mean, const Vector<Space>& rstd, const ConstMatrix<Space>& inp, const ConstVector<Space>& weight, const ConstVector<Space>& bias, float eps); \
-  EXT template void layernorm_backward<Space, Tune>(const Matrix<Space>& dinp, const Vector<Space>& dweight, const Vector<Space>& dbias, const ConstMatrix<Space>& dout, const ConstMatrix<Space>& inp, const ConstVector<Space>& weight, const ConstVector<Space>& mean, const ConstVector<Space>& rstd);
+#define PTK_LAYERNORM_ELEMENT_INSTANCE(EXT, Space, Tune, E) \
+  EXT template void layernorm_forward<Space, Tune, E>(const MatrixOf<Space, E>& out, const Vector<Space>& mean, const Vector<Space>& rstd, const Same<ConstMatrixOf<Space, E>>& inp, const ConstVector<Space>& weight, const ConstVector<Space>& bias, float eps); \
+  EXT template void layernorm_backward<Space, Tune, E>(const MatrixOf<Space, E>& dinp, const Vector<Space>& dweight, const Vector<Space>& dbias, const Same<ConstMatrixOf<Space, E>>& dout, const Same<ConstMatrixOf<Space, E>>& inp, const ConstVector<Space>& weight, const ConstVector<Space>& mean, const ConstVector<Space>& rstd);
+#define PTK_LAYERNORM_TUNED_INSTANCES(EXT, Space, Tune)           \
+  PTK_LAYERNORM_ELEMENT_INSTANCE(EXT, Space, Tune, float)       \
+  PTK_LAYERNORM_ELEMENT_INSTANCE(EXT, Space, Tune, ::ptk::bf16) \
+  PTK_LAYERNORM_ELEMENT_INSTANCE(EXT, Space, Tune, ::ptk::f16)
 namespace ptk::kernels {
 PTK_FOR_EACH_CONFIG(PTK_LAYERNORM_TUNED_INSTANCES, extern)
 }  // namespace ptk::kernels

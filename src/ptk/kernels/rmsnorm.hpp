@@ -3,6 +3,7 @@
 // rstd[R] = 1/sqrt(mean(inp^2) + eps) saved for the backward pass.
 // rmsnorm_backward: dout, inp [R,N], weight[N], rstd[R] -> dinp[R,N], dweight[N], both +=; g = dout weight:
 // dinp += rstd g - inp rstd^3 mean_j(g inp), dweight += Σ_r dout inp rstd.
+// E: the element type of inp, out, dout, dinp (f32, bf16, f16); weight, rstd and dweight fp32.
 #include <Kokkos_Core.hpp>
 
 #include "ptk/core/compat.hpp"
@@ -19,13 +20,13 @@ namespace ptk::kernels {
 // software-pipelined over a team thread's rows (a team takes pipeline_rows rows): the output sweep of one row also takes the sum of
 // squares of the thread's next row (lane_sum_map, prefetching it), so the loads from memory never pause for the
 // in-cache sweep. The sums are bitwise those of the plain sweeps.
-template <class Space, class Tune = Tuning<Space>>
+template <class Space, class Tune = Tuning<Space>, class E = float>
 struct RmsnormForward {
   using Team = typename Kokkos::TeamPolicy<Space>::member_type;
   using Traits = WithLanes<typename Tune::rows, Tune::rows::norm_lanes>;
-  Matrix<Space> out;
+  MatrixOf<Space, E> out;
   Vector<Space> rstd;
-  ConstMatrix<Space> inp;
+  ConstMatrixOf<Space, E> inp;
   ConstVector<Space> weight;
   float eps;
   int rows_per_team;
@@ -41,31 +42,35 @@ struct RmsnormForward {
 
   // The rstd of row `row` (row >= 0; saved), and, with y, y = out row `prev` written with rstd rp,
   // in the same sweep (row < 0: that output alone, the pipeline's last).
-  KOKKOS_INLINE_FUNCTION float stats(const Team& team, int row, float* y, float rp, int prev) const {
+  KOKKOS_INLINE_FUNCTION float stats(const Team& team, int row, E* y, float rp, int prev) const {
     const int cols = static_cast<int>(inp.extent(1));
     const float* w = weight.data();
     if (row < 0) {  // the last row of the pipeline: output only
-      const float* xp = &inp(prev, 0);
+      const E* xp = &inp(prev, 0);
       Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, Traits::vector_length), [&](int v) {
-        lane_map<Traits>(0, cols, v, y, [&](int j) { return xp[j] * rp * w[j]; }, streaming);
+        lane_map<Traits>(0, cols, v, y, [&](int j) { return widen(xp[j]) * rp * w[j]; }, streaming);
       });
       return 0.0f;
     }
-    const float* x = &inp(row, 0);
+    const E* x = &inp(row, 0);
+    const auto square = [&](int j) {
+      const float xj = widen(x[j]);
+      return xj * xj;
+    };
     Compensated squares;
     if (y) {
-      const float* xp = &inp(prev, 0);
+      const E* xp = &inp(prev, 0);
       Kokkos::parallel_reduce(
           Kokkos::ThreadVectorRange(team, Traits::vector_length),
           [&](int v, Compensated& total) {
             total.merge(lane_sum_map<Traits>(
-                0, cols, v, [&](int j) { return x[j] * x[j]; }, y, [&](int j) { return xp[j] * rp * w[j]; }, x, streaming));
+                0, cols, v, square, y, [&](int j) { return widen(xp[j]) * rp * w[j]; }, x, streaming));
           },
           CompensatedSum(squares));
     } else {
       Kokkos::parallel_reduce(
           Kokkos::ThreadVectorRange(team, Traits::vector_length),
-          [&](int v, Compensated& total) { total.merge(lane_sum<Traits>(0, cols, v, [&](int j) { return x[j] * x[j]; })); },
+          [&](int v, Compensated& total) { total.merge(lane_sum<Traits>(0, cols, v, square)); },
           CompensatedSum(squares));
     }
     // rstd is formed in double (one division and square root a row): a single rounding.
@@ -75,27 +80,27 @@ struct RmsnormForward {
   }
 };
 
-template <class Space, class Tune = Tuning<Space>>
-void rmsnorm_forward(const Matrix<Space>& out, const Vector<Space>& rstd, const ConstMatrix<Space>& inp,
+template <class Space, class Tune = Tuning<Space>, class E = float>
+void rmsnorm_forward(const MatrixOf<Space, E>& out, const Vector<Space>& rstd, const Same<ConstMatrixOf<Space, E>>& inp,
                      const ConstVector<Space>& weight, float eps) {
   const int rows = static_cast<int>(inp.extent(0));
   const int rows_per_team = pipeline_rows<Space, typename Tune::rows>(rows);
   Kokkos::parallel_for("ptk::rmsnorm_forward", row_policy<Space, typename Tune::rows>(rows, rows_per_team),
-                       RmsnormForward<Space, Tune>{out, rstd, inp, weight, eps, rows_per_team,
+                       RmsnormForward<Space, Tune, E>{out, rstd, inp, weight, eps, rows_per_team,
                                              stream_stores<typename Tune::rows>(out)});
 }
 
 // Rows are mapped as in layernorm_backward (a team owns a block of rows, each thread a partial row
 // of dweight; ColumnPartials in column_sums.hpp). Two sweeps per row: the row sum Σ g inp (blocked
 // compensated; the row comes from memory), then dinp and the row's terms of dweight.
-template <class Space, class Tune = Tuning<Space>>
+template <class Space, class Tune = Tuning<Space>, class E = float>
 struct RmsnormBackward {
   using Team = typename Kokkos::TeamPolicy<Space>::member_type;
   using Traits = typename Tune::rows;
-  Matrix<Space> dinp;
+  MatrixOf<Space, E> dinp;
   Kokkos::View<double**, Kokkos::LayoutRight, Space> partial;  // [partials, N]
   Matrix<Space> chunk;  // [partials, N]: the current chunk of rows, in fp32
-  ConstMatrix<Space> dout, inp;
+  ConstMatrixOf<Space, E> dout, inp;
   ConstVector<Space> weight, rstd;
   int rows_per_block;
 
@@ -114,9 +119,9 @@ struct RmsnormBackward {
   KOKKOS_INLINE_FUNCTION void row(const Team& team, int row, float* sw) const {
     constexpr int L = Traits::lanes, V = Traits::vector_length, W = L * V;
     const int cols = static_cast<int>(inp.extent(1));
-    const float* x = &inp(row, 0);
-    const float* dy = &dout(row, 0);
-    float* dx = &dinp(row, 0);
+    const E* x = &inp(row, 0);
+    const E* dy = &dout(row, 0);
+    E* dx = &dinp(row, 0);
     const float* w = weight.data();
     const float r = rstd(row);
 
@@ -124,7 +129,7 @@ struct RmsnormBackward {
     Kokkos::parallel_reduce(
         Kokkos::ThreadVectorRange(team, Traits::vector_length),
         [&](int v, Compensated& total) {
-          total.merge(lane_sum<Traits>(0, cols, v, [&](int j) { return dy[j] * w[j] * x[j]; }));
+          total.merge(lane_sum<Traits>(0, cols, v, [&](int j) { return widen(dy[j]) * w[j] * widen(x[j]); }));
         },
         CompensatedSum(sum_gx));
     // rstd^3 mean(g x) in double, rounded once.
@@ -135,8 +140,9 @@ struct RmsnormBackward {
     // values are formed in local arrays before any is stored, so no runtime check of dx and sw
     // against x and dy is needed (see lane_map).
     const auto step = [&](int j, float& d, float& tw) {
-      d = dx[j] + (r * (dy[j] * w[j]) - x[j] * c);
-      tw = sw[j] + dy[j] * (x[j] * r);
+      const float xj = widen(x[j]), dyj = widen(dy[j]);
+      d = widen(dx[j]) + (r * (dyj * w[j]) - xj * c);
+      tw = sw[j] + dyj * (xj * r);
     };
     Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, Traits::vector_length), [&](int v) {
       const int full = cols / W * W;
@@ -145,7 +151,7 @@ struct RmsnormBackward {
         for (int l = 0; l < L; ++l) step(blk + l * V + v, d[l], tw[l]);
         for (int l = 0; l < L; ++l) {
           const int j = blk + l * V + v;
-          dx[j] = d[l];
+          dx[j] = round_to<E>(d[l]);
           sw[j] = tw[l];
         }
       }
@@ -154,7 +160,7 @@ struct RmsnormBackward {
         if (j < cols) {
           float d, tw;
           step(j, d, tw);
-          dx[j] = d;
+          dx[j] = round_to<E>(d);
           sw[j] = tw;
         }
       }
@@ -162,9 +168,9 @@ struct RmsnormBackward {
   }
 };
 
-template <class Space, class Tune = Tuning<Space>>
-void rmsnorm_backward(const Matrix<Space>& dinp, const Vector<Space>& dweight, const ConstMatrix<Space>& dout,
-                      const ConstMatrix<Space>& inp, const ConstVector<Space>& weight, const ConstVector<Space>& rstd) {
+template <class Space, class Tune = Tuning<Space>, class E = float>
+void rmsnorm_backward(const MatrixOf<Space, E>& dinp, const Vector<Space>& dweight, const Same<ConstMatrixOf<Space, E>>& dout,
+                      const Same<ConstMatrixOf<Space, E>>& inp, const ConstVector<Space>& weight, const ConstVector<Space>& rstd) {
   using Traits = typename Tune::rows;
   const int rows = static_cast<int>(inp.extent(0)), cols = static_cast<int>(inp.extent(1));
   const auto cut = column_partials<Tune>(rows, cols);
@@ -172,7 +178,7 @@ void rmsnorm_backward(const Matrix<Space>& dinp, const Vector<Space>& dweight, c
   const auto chunk = work_view<Matrix<Space>>("ptk::rmsnorm_backward_chunks", cut.partials, cols);
   Kokkos::parallel_for("ptk::rmsnorm_backward",
                        Kokkos::TeamPolicy<Space>(cut.blocks, Traits::team_size, Traits::vector_length),
-                       RmsnormBackward<Space, Tune>{dinp, partial, chunk, dout, inp, weight, rstd, cut.rows_per_block});
+                       RmsnormBackward<Space, Tune, E>{dinp, partial, chunk, dout, inp, weight, rstd, cut.rows_per_block});
   add_column_sums<Space, Tune>("ptk::rmsnorm_backward_dweight", dweight, partial, 0);
 }
 
@@ -180,9 +186,13 @@ void rmsnorm_backward(const Matrix<Space>& dinp, const Vector<Space>& dweight, c
 
 // Explicit instantiations (instances.hpp): compiled once, in src/ptk/kernels/inst/, for every space and tuning the
 // build has; declared extern here so that no other translation unit compiles these kernels again.
-#define PTK_RMSNORM_TUNED_INSTANCES(EXT, Space, Tune) \
-  EXT template void rmsnorm_forward<Space, Tune>(const Matrix<Space>& out, const Vector<Space>& rstd, const ConstMatrix<Space>& inp, const ConstVector<Space>& weight, float eps); \
-  EXT template void rmsnorm_backward<Space, Tune>(const Matrix<Space>& dinp, const Vector<Space>& dweight, const ConstMatrix<Space>& dout, const ConstMatrix<Space>& inp, const ConstVector<Space>& weight, const ConstVector<Space>& rstd);
+#define PTK_RMSNORM_ELEMENT_INSTANCE(EXT, Space, Tune, E) \
+  EXT template void rmsnorm_forward<Space, Tune, E>(const MatrixOf<Space, E>& out, const Vector<Space>& rstd, const Same<ConstMatrixOf<Space, E>>& inp, const ConstVector<Space>& weight, float eps); \
+  EXT template void rmsnorm_backward<Space, Tune, E>(const MatrixOf<Space, E>& dinp, const Vector<Space>& dweight, const Same<ConstMatrixOf<Space, E>>& dout, const Same<ConstMatrixOf<Space, E>>& inp, const ConstVector<Space>& weight, const ConstVector<Space>& rstd);
+#define PTK_RMSNORM_TUNED_INSTANCES(EXT, Space, Tune)           \
+  PTK_RMSNORM_ELEMENT_INSTANCE(EXT, Space, Tune, float)       \
+  PTK_RMSNORM_ELEMENT_INSTANCE(EXT, Space, Tune, ::ptk::bf16) \
+  PTK_RMSNORM_ELEMENT_INSTANCE(EXT, Space, Tune, ::ptk::f16)
 namespace ptk::kernels {
 PTK_FOR_EACH_CONFIG(PTK_RMSNORM_TUNED_INSTANCES, extern)
 }  // namespace ptk::kernels

@@ -1,6 +1,7 @@
 #pragma once
 // silu_forward: out[n] = x * sigmoid(x) = x / (1 + exp(-x)).
 // silu_backward: inp, dout [n] -> dinp[n] += dout · silu'(x), silu'(x) = σ(x) (1 + x (1 - σ(x))).
+// E: the element type of every array (f32, bf16, f16): read exactly, computed in fp32, each output rounded once.
 #include <Kokkos_Core.hpp>
 
 #include <cfloat>
@@ -22,11 +23,11 @@ KOKKOS_INLINE_FUNCTION float silu_value(float v) {
   return num / (1.0f + fast_exp_clamped(a));
 }
 
-template <class Space, class Tune = Tuning<Space>>
-void silu_forward(const Vector<Space>& out, const ConstVector<Space>& inp) {
-  const float* x = inp.data();
+template <class Space, class Tune = Tuning<Space>, class E = float>
+void silu_forward(const VectorOf<Space, E>& out, const Same<ConstVectorOf<Space, E>>& inp) {
+  const E* x = inp.data();
   elementwise<Space, typename Tune::rows>("ptk::silu_forward", inp.extent(0), out.data(),
-                     KOKKOS_LAMBDA(const std::size_t i) { return silu_value(x[i]); });
+                     KOKKOS_LAMBDA(const std::size_t i) { return silu_value(widen(x[i])); });
 }
 
 // silu'(v) = s + v s (1 - s), s = σ(v), formed as gelu_grad does (gelu.hpp) with a = -v: E = e^-|v|,
@@ -41,22 +42,27 @@ KOKKOS_INLINE_FUNCTION float silu_grad(float v) {
   return s + t;
 }
 
-template <class Space, class Tune = Tuning<Space>>
-void silu_backward(const Vector<Space>& dinp, const ConstVector<Space>& inp, const ConstVector<Space>& dout) {
-  const float* x = inp.data();
-  const float* dy = dout.data();
-  float* dx = dinp.data();
+template <class Space, class Tune = Tuning<Space>, class E = float>
+void silu_backward(const VectorOf<Space, E>& dinp, const Same<ConstVectorOf<Space, E>>& inp,
+                   const Same<ConstVectorOf<Space, E>>& dout) {
+  const E* x = inp.data();
+  const E* dy = dout.data();
+  E* dx = dinp.data();
   elementwise<Space, typename Tune::rows>("ptk::silu_backward", inp.extent(0), dx,
-                     KOKKOS_LAMBDA(const std::size_t i) { return dx[i] + dy[i] * silu_grad(x[i]); });
+                     KOKKOS_LAMBDA(const std::size_t i) { return widen(dx[i]) + widen(dy[i]) * silu_grad(widen(x[i])); });
 }
 
 }  // namespace ptk::kernels
 
 // Explicit instantiations (instances.hpp): compiled once, in src/ptk/kernels/inst/, for every space and tuning the
 // build has; declared extern here so that no other translation unit compiles these kernels again.
-#define PTK_SILU_TUNED_INSTANCES(EXT, Space, Tune) \
-  EXT template void silu_forward<Space, Tune>(const Vector<Space>& out, const ConstVector<Space>& inp); \
-  EXT template void silu_backward<Space, Tune>(const Vector<Space>& dinp, const ConstVector<Space>& inp, const ConstVector<Space>& dout);
+#define PTK_SILU_ELEMENT_INSTANCE(EXT, Space, Tune, E) \
+  EXT template void silu_forward<Space, Tune, E>(const VectorOf<Space, E>& out, const Same<ConstVectorOf<Space, E>>& inp); \
+  EXT template void silu_backward<Space, Tune, E>(const VectorOf<Space, E>& dinp, const Same<ConstVectorOf<Space, E>>& inp, const Same<ConstVectorOf<Space, E>>& dout);
+#define PTK_SILU_TUNED_INSTANCES(EXT, Space, Tune)           \
+  PTK_SILU_ELEMENT_INSTANCE(EXT, Space, Tune, float)       \
+  PTK_SILU_ELEMENT_INSTANCE(EXT, Space, Tune, ::ptk::bf16) \
+  PTK_SILU_ELEMENT_INSTANCE(EXT, Space, Tune, ::ptk::f16)
 namespace ptk::kernels {
 PTK_FOR_EACH_CONFIG(PTK_SILU_TUNED_INSTANCES, extern)
 }  // namespace ptk::kernels

@@ -30,25 +30,25 @@ inline void check_output_shape(const char* op, const char* name, const Shape& sh
 }
 
 // A per-feature parameter (gamma, beta, weight) must be [N] for an input whose last dim is N.
-template <class Space>
-void check_feature_vector(const char* op, const char* name, const Tensor<Space>& param, const Tensor<Space>& x) {
+template <class Space, class E>
+void check_feature_vector(const char* op, const char* name, const Tensor<Space>& param, const Tensor<Space, E>& x) {
   check_tensor(op, name, param, 1, 1);
   require(param.dim(0) == x.dim(-1), op, ": ", name, " has shape ", param.shape(),
           " but the input's last dimension is ", x.dim(-1), " (input shape ", x.shape(), ")");
 }
 
 // A tensor that must have exactly the shape of another (a gradient and its input, dY and Y).
-template <class Space>
-void check_same_shape(const char* op, const char* name, const Tensor<Space>& t, const char* ref_name,
-                      const Tensor<Space>& ref) {
+template <class Space, class E, class R>
+void check_same_shape(const char* op, const char* name, const Tensor<Space, E>& t, const char* ref_name,
+                      const Tensor<Space, R>& ref) {
   require(t.defined(), op, ": ", name, " is an empty (undefined) tensor");
   require(t.shape() == ref.shape(), op, ": ", name, " has shape ", t.shape(), " but ", ref_name,
           " has shape ", ref.shape());
 }
 
 // Per-row statistics (mean, rstd) saved by a forward pass: one value per row of x (any shape).
-template <class Space>
-void check_row_statistic(const char* op, const char* name, const Tensor<Space>& stat, const Tensor<Space>& x) {
+template <class Space, class E>
+void check_row_statistic(const char* op, const char* name, const Tensor<Space>& stat, const Tensor<Space, E>& x) {
   require(stat.defined(), op, ": ", name, " is an empty (undefined) tensor");
   const auto rows = x.numel() / x.dim(-1);
   require(stat.numel() == rows, op, ": ", name, " has shape ", stat.shape(), " (", stat.numel(),

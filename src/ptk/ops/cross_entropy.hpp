@@ -4,6 +4,7 @@
 // losses and log-sum-exp (shape logits.shape[:-1]) and the number of counted rows, for the backward; the
 // loss and the count stay in device memory (loss_value() and counted_value() read them back).
 // cross_entropy_backward accumulates dlogits += dloss · (softmax - onehot) / counted on counted rows.
+// E (f32, bf16, f16): the element type of logits and dlogits; the losses, lse and the loss are fp32.
 #include "ptk/kernels/cross_entropy.hpp"
 #include "ptk/ops/checks.hpp"
 #include "ptk/ops/ids.hpp"
@@ -20,8 +21,8 @@ struct CrossEntropyOutputs {
 };
 
 namespace detail {
-template <class Space>
-void check_targets(const char* op, const Tensor<Space>& logits, const Ids<Space>& targets, int ignore_index,
+template <class Space, class E>
+void check_targets(const char* op, const Tensor<Space, E>& logits, const Ids<Space>& targets, int ignore_index,
                    IdsChecked checked) {
   check_tensor(op, "logits", logits, 1, INT_MAX);
   const auto rows = logits.numel() / logits.dim(-1);
@@ -35,28 +36,28 @@ void check_targets(const char* op, const Tensor<Space>& logits, const Ids<Space>
 }
 }  // namespace detail
 
-template <class Space>
-CrossEntropyOutputs<Space> cross_entropy(const Tensor<Space>& logits, const Ids<Space>& targets,
+template <class Space, class E = float>
+CrossEntropyOutputs<Space> cross_entropy(const Tensor<Space, E>& logits, const Ids<Space>& targets,
                                          int ignore_index = -100, IdsChecked checked = IdsChecked::no) {
-  detail::check_targets<Space>("cross_entropy", logits, targets, ignore_index, checked);
+  detail::check_targets<Space, E>("cross_entropy", logits, targets, ignore_index, checked);
   const auto rows = leading_shape(logits.shape());
   CrossEntropyOutputs<Space> r;
   r.loss = Tensor<Space>::uninitialized({1}, "ptk::ce_loss");
   r.losses = Tensor<Space>::uninitialized(rows, "ptk::ce_losses");
   r.lse = Tensor<Space>::uninitialized(rows, "ptk::ce_lse");
   r.counted = work_view<IndexVector<Space>>("ptk::ce_counted", 1);
-  kernels::cross_entropy_forward<Space>(r.losses.flat(), r.lse.flat(), r.loss.flat(), r.counted, logits.rows(), targets,
+  kernels::cross_entropy_forward<Space, E>(r.losses.flat(), r.lse.flat(), r.loss.flat(), r.counted, logits.rows(), targets,
                                         ignore_index);
   return r;
 }
 
 // dlogits (shaped as logits) += the gradient of dloss(0) · loss; lse and counted come from cross_entropy,
 // dloss ([1]) is the loss's gradient, all read on the device.
-template <class Space>
-void cross_entropy_backward(const Tensor<Space>& dlogits, const Tensor<Space>& dloss, const Tensor<Space>& logits,
+template <class Space, class E = float>
+void cross_entropy_backward(const Tensor<Space, E>& dlogits, const Tensor<Space>& dloss, const Tensor<Space, E>& logits,
                             const Tensor<Space>& lse, const Ids<Space>& targets, const Ids<Space>& counted,
                             int ignore_index = -100, IdsChecked checked = IdsChecked::no) {
-  detail::check_targets<Space>("cross_entropy_backward", logits, targets, ignore_index, checked);
+  detail::check_targets<Space, E>("cross_entropy_backward", logits, targets, ignore_index, checked);
   require(dloss.numel() == 1, "cross_entropy_backward: dloss has shape ", dloss.shape(), "; it must hold one value");
   require(counted.extent(0) == 1, "cross_entropy_backward: counted has ", counted.extent(0), " values; it must hold one");
   require(dlogits.shape() == logits.shape(), "cross_entropy_backward: dlogits has shape ", dlogits.shape(),
@@ -65,16 +66,16 @@ void cross_entropy_backward(const Tensor<Space>& dlogits, const Tensor<Space>& d
   require(lse.numel() == logits.numel() / logits.dim(-1), "cross_entropy_backward: lse has shape ",
           lse.shape(), " but logits of shape ", logits.shape(), " have ",
           logits.numel() / logits.dim(-1), " rows");
-  kernels::cross_entropy_backward<Space>(dlogits.rows(), dloss.flat(), logits.rows(), lse.flat(), targets, ignore_index,
+  kernels::cross_entropy_backward<Space, E>(dlogits.rows(), dloss.flat(), logits.rows(), lse.flat(), targets, ignore_index,
                                          counted);
 }
 
 // The same with a host scalar dloss (ptk op, tests).
-template <class Space>
-void cross_entropy_backward(const Tensor<Space>& dlogits, float dloss, const Tensor<Space>& logits,
+template <class Space, class E = float>
+void cross_entropy_backward(const Tensor<Space, E>& dlogits, float dloss, const Tensor<Space, E>& logits,
                             const Tensor<Space>& lse, const Ids<Space>& targets, const Ids<Space>& counted,
                             int ignore_index = -100) {
-  cross_entropy_backward<Space>(dlogits, Tensor<Space>::from_host({1}, &dloss), logits, lse, targets, counted,
+  cross_entropy_backward<Space, E>(dlogits, Tensor<Space>::from_host({1}, &dloss), logits, lse, targets, counted,
                                 ignore_index);
 }
 

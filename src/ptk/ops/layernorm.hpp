@@ -2,14 +2,16 @@
 // layernorm: Y[...,N] = (X - mean) * rstd * gamma[N] + beta[N] over the last dim; mean and rstd
 // (shape X.shape[:-1], or [1] for a rank-1 X) are returned for the backward pass.
 // layernorm_backward accumulates dX, dgamma and dbeta (+=), deterministically (no atomics).
+// E (f32, bf16, f16): the element type of X, Y, dY and dX; gamma, beta, the statistics and their gradients are fp32.
 #include "ptk/kernels/layernorm.hpp"
 #include "ptk/ops/checks.hpp"
 
 namespace ptk::ops {
 
-template <class Space>
+template <class Space, class E = float>
 struct LayernormOutputs {
-  Tensor<Space> out, mean, rstd;
+  Tensor<Space, E> out;
+  Tensor<Space> mean, rstd;
 };
 
 // The shape of per-row statistics: X's leading dims.
@@ -19,13 +21,13 @@ inline Shape row_shape(const Shape& x) {
   return rows;
 }
 
-template <class Space, class Tune = kernels::Tuning<Space>>
-LayernormOutputs<Space> layernorm(const Tensor<Space>& x, const Tensor<Space>& gamma, const Tensor<Space>& beta,
-                                  float eps = 1e-5f) {
+template <class Space, class Tune = kernels::Tuning<Space>, class E = float>
+LayernormOutputs<Space, E> layernorm(const Tensor<Space, E>& x, const Tensor<Space>& gamma, const Tensor<Space>& beta,
+                                     float eps = 1e-5f) {
   check_tensor("layernorm", "X", x, 1, INT_MAX);
   check_feature_vector("layernorm", "gamma", gamma, x);
   check_feature_vector("layernorm", "beta", beta, x);
-  LayernormOutputs<Space> r{Tensor<Space>::uninitialized(x.shape(), "ptk::layernorm"),
+  LayernormOutputs<Space, E> r{Tensor<Space, E>::uninitialized(x.shape(), "ptk::layernorm"),
                             Tensor<Space>::uninitialized(row_shape(x.shape()), "ptk::layernorm_mean"),
                             Tensor<Space>::uninitialized(row_shape(x.shape()), "ptk::layernorm_rstd")};
   kernels::layernorm_forward<Space, Tune>(r.out.rows(), r.mean.flat(), r.rstd.flat(), x.rows(), gamma.flat(), beta.flat(),
@@ -35,9 +37,9 @@ LayernormOutputs<Space> layernorm(const Tensor<Space>& x, const Tensor<Space>& g
 
 // dX (shaped as X) += and dgamma, dbeta ([N]) += the gradients of a loss whose gradient at Y is dY;
 // mean and rstd are the ones ops::layernorm returned for X (one value per row, any shape).
-template <class Space, class Tune = kernels::Tuning<Space>>
-void layernorm_backward(const Tensor<Space>& dx, const Tensor<Space>& dgamma, const Tensor<Space>& dbeta,
-                        const Tensor<Space>& dy, const Tensor<Space>& x, const Tensor<Space>& gamma,
+template <class Space, class Tune = kernels::Tuning<Space>, class E = float>
+void layernorm_backward(const Tensor<Space, E>& dx, const Tensor<Space>& dgamma, const Tensor<Space>& dbeta,
+                        const Tensor<Space, E>& dy, const Tensor<Space, E>& x, const Tensor<Space>& gamma,
                         const Tensor<Space>& mean, const Tensor<Space>& rstd) {
   const char* op = "layernorm_backward";
   check_tensor(op, "X", x, 1, INT_MAX);

@@ -3,7 +3,8 @@
 // rank-4 X, laid out [B,T,H,D] (RopeLayout::bthd) or [B,H,T,D] (RopeLayout::bhtd). Position t is rotated by
 // θ_i = (t + pos_offset) · base^(-2i/D); the cos/sin tables are computed here in double, once per (D, base) and
 // kept (RopeTableCache).
-// rope_backward accumulates dX += the inverse rotation of dY.
+// rope_backward accumulates dX += the inverse rotation of dY. E (f32, bf16, f16): the element type of X, Y, dY and
+// dX; the tables and the rotation are fp32, each output rounded once.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -72,8 +73,8 @@ RopeTables<Space> rope_tables(std::int64_t T, std::int64_t D, std::int64_t pos_o
   return RopeTableCache<Space>::get(T, D, pos_offset, base);
 }
 
-template <class Space>
-void check_rope(const char* op, const char* name, const Tensor<Space>& x, std::int64_t pos_offset, float base) {
+template <class Space, class E>
+void check_rope(const char* op, const char* name, const Tensor<Space, E>& x, std::int64_t pos_offset, float base) {
   check_tensor(op, name, x, 4, 4);
   require(x.dim(3) % 2 == 0, op, ": the last dimension D of ", name, " must be even, got shape ", x.shape());
   require(pos_offset >= 0, op, ": pos_offset must be >= 0, got ", pos_offset);
@@ -81,29 +82,29 @@ void check_rope(const char* op, const char* name, const Tensor<Space>& x, std::i
 }
 
 // [O, T, H, D] over x's storage.
-template <class Space>
-Tensor4<Space> rope_view(const Tensor<Space>& x, RopeLayout layout) {
+template <class Space, class E>
+Tensor4Of<Space, E> rope_view(const Tensor<Space, E>& x, RopeLayout layout) {
   const auto B = x.dim(0), D = x.dim(3);
-  if (layout == RopeLayout::bthd) return Tensor4<Space>(x.data(), B, x.dim(1), x.dim(2), D);
-  return Tensor4<Space>(x.data(), B * x.dim(1), x.dim(2), 1, D);
+  if (layout == RopeLayout::bthd) return Tensor4Of<Space, E>(x.data(), B, x.dim(1), x.dim(2), D);
+  return Tensor4Of<Space, E>(x.data(), B * x.dim(1), x.dim(2), 1, D);
 }
 
 inline std::int64_t rope_positions(const Shape& s, RopeLayout layout) { return layout == RopeLayout::bthd ? s[1] : s[2]; }
 }  // namespace detail
 
-template <class Space>
-Tensor<Space> rope(const Tensor<Space>& x, std::int64_t pos_offset = 0, float base = 10000.0f,
-                   RopeLayout layout = RopeLayout::bthd) {
+template <class Space, class E = float>
+Tensor<Space, E> rope(const Tensor<Space, E>& x, std::int64_t pos_offset = 0, float base = 10000.0f,
+                      RopeLayout layout = RopeLayout::bthd) {
   detail::check_rope("rope", "X", x, pos_offset, base);
   const auto tables = detail::rope_tables<Space>(detail::rope_positions(x.shape(), layout), x.dim(3), pos_offset, base);
-  auto out = Tensor<Space>::uninitialized(x.shape(), "ptk::rope");
+  auto out = Tensor<Space, E>::uninitialized(x.shape(), "ptk::rope");
   kernels::rope_forward<Space>(detail::rope_view(out, layout), detail::rope_view(x, layout), tables.cos, tables.sin);
   return out;
 }
 
 // dx (shaped as dout) += the backward of rope at the same pos_offset, base and layout.
-template <class Space>
-void rope_backward(const Tensor<Space>& dx, const Tensor<Space>& dout, std::int64_t pos_offset = 0,
+template <class Space, class E = float>
+void rope_backward(const Tensor<Space, E>& dx, const Tensor<Space, E>& dout, std::int64_t pos_offset = 0,
                    float base = 10000.0f, RopeLayout layout = RopeLayout::bthd) {
   detail::check_rope("rope_backward", "dout", dout, pos_offset, base);
   require(dx.shape() == dout.shape(), "rope_backward: dx has shape ", dx.shape(), " but dout has shape ",

@@ -150,10 +150,11 @@ KOKKOS_INLINE_FUNCTION CompensatedPair lane_sum2(int begin, int end, int v, cons
 // `stream` is the row term reads from memory: each block prefetches its lines ahead, and y's lines
 // for writing (prefetch_ahead; y's read-for-ownership otherwise stalls the stores), or, with
 // `streaming`, writes y's blocks with non-temporal
-// stores instead (store_block), for outputs too large for the cache.
-template <class Traits, class Term, class Value>
-KOKKOS_INLINE_FUNCTION Compensated lane_sum_map(int begin, int end, int v, const Term& term, float* y,
-                                                const Value& value, const float* stream, bool streaming) {
+// stores instead (store_block), for outputs too large for the cache. y and stream may be rows of 16-bit items (O, S:
+// bf16, f16): y's values are rounded to nearest even.
+template <class Traits, class Term, class Value, class O, class S>
+KOKKOS_INLINE_FUNCTION Compensated lane_sum_map(int begin, int end, int v, const Term& term, O* y,
+                                                const Value& value, const S* stream, bool streaming) {
   constexpr int L = Traits::lanes, V = Traits::vector_length, W = L * V, C = Traits::chunk_blocks;
   float s[L] = {}, c[L] = {};
   const int full = begin + (end - begin) / W * W;
@@ -178,7 +179,7 @@ KOKKOS_INLINE_FUNCTION Compensated lane_sum_map(int begin, int end, int v, const
       const int j = full + l * V + v;
       if (j < end) {
         p[l] = term(j);
-        y[j] = value(j);
+        y[j] = round_to<O>(value(j));
       }
     }
     kahan_add(s, c, p);
@@ -186,9 +187,9 @@ KOKKOS_INLINE_FUNCTION Compensated lane_sum_map(int begin, int end, int v, const
   return merge_slots(s, c);
 }
 
-template <class Traits, class Term, class Value>
-KOKKOS_INLINE_FUNCTION CompensatedPair lane_sum2_map(int begin, int end, int v, const Term& term, float* y,
-                                                     const Value& value, const float* stream, bool streaming) {
+template <class Traits, class Term, class Value, class O, class S>
+KOKKOS_INLINE_FUNCTION CompensatedPair lane_sum2_map(int begin, int end, int v, const Term& term, O* y,
+                                                     const Value& value, const S* stream, bool streaming) {
   constexpr int L = Traits::lanes, V = Traits::vector_length, W = L * V, C = Traits::chunk_blocks;
   float s1[L] = {}, c1[L] = {}, s2[L] = {}, c2[L] = {};
   const int full = begin + (end - begin) / W * W;
@@ -220,7 +221,7 @@ KOKKOS_INLINE_FUNCTION CompensatedPair lane_sum2_map(int begin, int end, int v, 
       const int j = full + l * V + v;
       if (j < end) {
         term(j, p1[l], p2[l]);
-        y[j] = value(j);
+        y[j] = round_to<O>(value(j));
       }
     }
     kahan_add(s1, c1, p1);

@@ -7,15 +7,11 @@
 #include <type_traits>
 
 #include "ptk/core/dtype.hpp"
+#include "ptk/kernels/detail/memory_hints.hpp"
 
 // g++ leaves the portable loops below scalar for f16, q8_0 and q4_0 (16 int-to-float conversions and, for f16,
-// a branchy decode each): a host compiler with AVX-512 takes 16 values in a few vector instructions instead
-// (f16 was 15x and q8_0 7x slower than bf16 before).
-// Only in plain host compilers, as memory_hints.hpp's streaming stores.
-#if defined(__AVX512F__) && defined(__F16C__) && !defined(__CUDACC__) && !defined(__HIPCC__)
-#define PTK_AVX512_LOADS 1
-#include <immintrin.h>
-#endif
+// a branchy decode each): a host compiler with AVX-512 (PTK_HOST_AVX512, memory_hints.hpp) takes 16 values in a few
+// vector instructions instead (f16 was 15x and q8_0 7x slower than bf16 before).
 
 namespace ptk::kernels {
 
@@ -73,7 +69,7 @@ KOKKOS_FORCEINLINE_FUNCTION float load_block_integers_portable(const E& blk, flo
 // instead (load_block_integers).
 template <int L, int V, class E>
 KOKKOS_FORCEINLINE_FUNCTION void load_lanes(const E* row, int b, int v, float (&out)[L]) {
-#if defined(PTK_AVX512_LOADS)
+#if defined(PTK_HOST_AVX512)
   if constexpr (L == 16 && V == 1 && std::is_same_v<E, f16>) {
     _mm512_storeu_ps(out, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + b))));
     return;
@@ -85,7 +81,7 @@ KOKKOS_FORCEINLINE_FUNCTION void load_lanes(const E* row, int b, int v, float (&
 // load_block_integers_portable's values through the host's vector instructions where it has them.
 template <int L, class E>
 KOKKOS_FORCEINLINE_FUNCTION float load_block_integers(const E& blk, float (&lo)[L], float (&hi)[L]) {
-#if defined(PTK_AVX512_LOADS)
+#if defined(PTK_HOST_AVX512)
   if constexpr (L == 16) {
     __m512i q0, q1;
     if constexpr (std::is_same_v<E, q8_0>) {

@@ -6,12 +6,19 @@
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "ptk/core/dtype.hpp"
 // Streaming stores (store_block) use x86 intrinsics: only in plain host compilers (not under nvcc
 // or hipcc, whose GPU builds keep plain stores on the host too).
 #if defined(__SSE__) && !defined(__CUDACC__) && !defined(__HIPCC__)
 #define PTK_STREAMING_STORES 1
+#include <immintrin.h>
+#endif
+// 16 values an instruction where the portable code stays scalar (f16 conversions, quantized loads: load.hpp,
+// store_rounded and widen_block below), in plain host compilers that target AVX-512 and F16C.
+#if defined(__AVX512F__) && defined(__F16C__) && !defined(__CUDACC__) && !defined(__HIPCC__)
+#define PTK_HOST_AVX512 1
 #include <immintrin.h>
 #endif
 
@@ -24,8 +31,8 @@ constexpr int line_floats = 16;  // floats in a 64-byte cache line
 // is 0, and in device code. The address is formed as an integer: it may lie past the row, even
 // past the allocation, which a prefetch tolerates but pointer arithmetic would not.
 
-template <class Traits, bool ForWrite = false>
-KOKKOS_FORCEINLINE_FUNCTION void prefetch_ahead(const float* row, int j) {
+template <class Traits, bool ForWrite = false, class T>
+KOKKOS_FORCEINLINE_FUNCTION void prefetch_ahead(const T* row, int j) {
 #if !defined(__CUDA_ARCH__) && !defined(__HIP_DEVICE_COMPILE__)
   if constexpr (Traits::prefetch_distance > 0)
     __builtin_prefetch(reinterpret_cast<const void*>(reinterpret_cast<std::uintptr_t>(row + j) +
@@ -39,10 +46,13 @@ KOKKOS_FORCEINLINE_FUNCTION void prefetch_ahead(const float* row, int j) {
 
 // The prefetches of one block [b, b + W) of a pipelined sweep: `stream` (the row read from memory)
 // and, for writing, y (the row written; none with streaming stores, which do not read their
-// lines), each prefetch_distance ahead, one hint a cache line.
-template <class Traits, int W>
-KOKKOS_FORCEINLINE_FUNCTION void prefetch_block(const float* stream, const float* y, int b, bool streaming = false) {
-  for (int q = 0; q < W; q += line_floats) {
+// lines), each prefetch_distance ahead, one hint a cache line. Rows of 16-bit items (S, O: float, bf16, f16) take a
+// hint a line of their own bytes too, prefetch_distance floats' worth of bytes ahead: a hint every 32 values, or
+// every 16 where the other row is float.
+template <class Traits, int W, class S, class O>
+KOKKOS_FORCEINLINE_FUNCTION void prefetch_block(const S* stream, const O* y, int b, bool streaming = false) {
+  constexpr int step = sizeof(S) == sizeof(float) || sizeof(O) == sizeof(float) ? line_floats : 2 * line_floats;
+  for (int q = 0; q < W; q += step) {
     prefetch_ahead<Traits>(stream, b + q);
     if (!streaming) prefetch_ahead<Traits, true>(y, b + q);
   }
@@ -70,10 +80,14 @@ KOKKOS_FORCEINLINE_FUNCTION void prefetch_items(const E* row, int b) {
 // stores (see Rows::stream_store_bytes in tuning.hpp), with the widest the build's ISA has; anything else
 // (GPU, other block shapes, an unaligned row) is plain stores. Streaming stores are weakly ordered:
 // a kernel that issued them ends with streaming_fence() before its results are read.
-template <class Traits, int L>
-KOKKOS_FORCEINLINE_FUNCTION void store_block(float* y, const float (&o)[L], bool streaming) {
+// A 16-bit y (bf16, f16) takes o rounded to nearest even (round_to), with plain stores.
+template <int N, class O>
+KOKKOS_FORCEINLINE_FUNCTION void store_rounded(O* y, const float (&t)[N]);
+
+template <class Traits, int L, class O>
+KOKKOS_FORCEINLINE_FUNCTION void store_block(O* y, const float (&o)[L], bool streaming) {
 #if defined(PTK_STREAMING_STORES)
-  if constexpr (Traits::host && Traits::vector_length == 1 && L == line_floats) {
+  if constexpr (std::is_same_v<O, float> && Traits::host && Traits::vector_length == 1 && L == line_floats) {
     if (streaming && (reinterpret_cast<std::uintptr_t>(y) & 63) == 0) {
 #if defined(__AVX512F__)
       _mm512_stream_ps(y, _mm512_loadu_ps(o));
@@ -89,7 +103,61 @@ KOKKOS_FORCEINLINE_FUNCTION void store_block(float* y, const float (&o)[L], bool
 #else
   (void)streaming;
 #endif
-  for (int l = 0; l < L; ++l) y[l * Traits::vector_length] = o[l];
+  if constexpr (Traits::vector_length == 1) {
+    store_rounded(y, o);
+  } else {
+    for (int l = 0; l < L; ++l) y[l * Traits::vector_length] = round_to<O>(o[l]);
+  }
+}
+
+// t[0, N) = x[0, N) as float (widen), for a block of a 16-bit row (E: bf16, f16) that a sweep then reads as float.
+// On a host with AVX-512, 16 values at a time (a widening move and a shift for bf16, VCVTPH2PS for f16); g++ left
+// the sweeps that read 16-bit values one by one scalar (bf16 softmax ran at a twelfth of f32's speed).
+template <int N, class E>
+KOKKOS_FORCEINLINE_FUNCTION void widen_block(const E* x, float (&t)[N]) {
+#if defined(PTK_HOST_AVX512)
+  if constexpr (N % 16 == 0 && (std::is_same_v<E, bf16> || std::is_same_v<E, f16>)) {
+    for (int q = 0; q < N; q += 16) {
+      const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + q));
+      if constexpr (std::is_same_v<E, bf16>)
+        _mm512_storeu_ps(t + q, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)));
+      else
+        _mm512_storeu_ps(t + q, _mm512_cvtph_ps(h));
+    }
+    return;
+  }
+#endif
+  for (int l = 0; l < N; ++l) t[l] = widen(x[l]);
+}
+
+// y[0, N) = t[0, N) rounded to O (round_to; float: a copy). On a host with AVX-512, 16 values at a time, the bits
+// of to_f16 and to_bf16 (Half.VectorF16RoundingMatchesToF16): f16 by VCVTPS2PH (round to nearest even), bf16 by
+// to_bf16's integer steps on 16 lanes. g++ left both scalar inside the row ops' sweeps (bf16 rmsnorm ran at a fifth
+// of f32's speed). (8 lanes at a time gained the norms 10 % and cost softmax and the activations 25 %: where a sweep
+// forms t in 256-bit halves, a 512-bit load of it misses store forwarding.)
+template <int N, class O>
+KOKKOS_FORCEINLINE_FUNCTION void store_rounded(O* y, const float (&t)[N]) {
+#if defined(PTK_HOST_AVX512)
+  if constexpr (std::is_same_v<O, f16> && N % 16 == 0) {
+    for (int q = 0; q < N; q += 16)
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + q),
+                          _mm512_cvtps_ph(_mm512_loadu_ps(t + q), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    return;
+  }
+  if constexpr (std::is_same_v<O, bf16> && N % 16 == 0) {
+    for (int q = 0; q < N; q += 16) {
+      const __m512i u = _mm512_castps_si512(_mm512_loadu_ps(t + q)), high = _mm512_srli_epi32(u, 16);
+      const __m512i odd = _mm512_and_si512(high, _mm512_set1_epi32(1));
+      const __m512i rounded = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), odd), 16);
+      const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
+                                                    _mm512_set1_epi32(0x7f800000));
+      const __m512i bits = _mm512_mask_mov_epi32(rounded, nan, _mm512_or_si512(high, _mm512_set1_epi32(0x40)));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + q), _mm512_cvtepi32_epi16(bits));
+    }
+    return;
+  }
+#endif
+  for (int l = 0; l < N; ++l) y[l] = round_to<O>(t[l]);
 }
 
 // Orders a thread's streaming stores before whatever follows (an sfence on the host; nothing where

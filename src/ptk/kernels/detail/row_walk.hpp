@@ -5,6 +5,7 @@
 #include <Kokkos_Core.hpp>
 
 #include <cstddef>
+#include <type_traits>
 
 #include "ptk/kernels/detail/memory_hints.hpp"
 #include "ptk/kernels/tuning.hpp"
@@ -36,10 +37,11 @@ int pipeline_rows(int rows) {
   return run > Traits::rows_per_team ? run : Traits::rows_per_team;
 }
 
-// Whether a pipelined forward writes `out` with streaming stores (Traits::stream_store_bytes).
+// Whether a pipelined forward writes `out` with streaming stores (Traits::stream_store_bytes): float outputs only
+// (a 16-bit row is rounded on its way out, with plain stores).
 template <class Traits, class Output>
 bool stream_stores(const Output& out) {
-  return Traits::stream_store_bytes > 0 &&
+  return std::is_same_v<typename Output::non_const_value_type, float> && Traits::stream_store_bytes > 0 &&
          out.span() * sizeof(typename Output::value_type) >= Traits::stream_store_bytes;
 }
 
@@ -84,9 +86,10 @@ KOKKOS_INLINE_FUNCTION void lane_sweep(int begin, int end, int v, const F& f) {
 // y[j] = value(j) for the columns j in [begin, end) of vector lane v. A block's values are formed
 // in a local array before any is stored, so the host's vectorized block needs no runtime check of
 // y against value's inputs (y may alias them: each column is read before it is written). With
-// `streaming`, full blocks go out through store_block's non-temporal stores.
-template <class Traits, class F>
-KOKKOS_INLINE_FUNCTION void lane_map(int begin, int end, int v, float* y, const F& value, bool streaming = false) {
+// `streaming`, full blocks go out through store_block's non-temporal stores. A 16-bit y (O: bf16, f16) takes
+// each value rounded to nearest even.
+template <class Traits, class F, class O>
+KOKKOS_INLINE_FUNCTION void lane_map(int begin, int end, int v, O* y, const F& value, bool streaming = false) {
   constexpr int L = Traits::lanes, V = Traits::vector_length, W = L * V;
   const int full = begin + (end - begin) / W * W;
   for (int b = begin; b < full; b += W) {
@@ -97,16 +100,17 @@ KOKKOS_INLINE_FUNCTION void lane_map(int begin, int end, int v, float* y, const 
   if (full < end)
     for (int l = 0; l < L; ++l) {
       const int j = full + l * V + v;
-      if (j < end) y[j] = value(j);
+      if (j < end) y[j] = round_to<O>(value(j));
     }
 }
 
 // The elementwise kernels (gelu, silu, forward and backward): y[i] = value(i) for i in [0, n), in
 // iterations of Rows::elementwise_block consecutive elements (host: 32, a fixed-trip-count loop the
 // compiler vectorizes; GPU: 1, for coalesced loads). A block's values are formed before any is
-// stored, so y may be one of value's inputs (dx += ...) without a runtime overlap check.
-template <class Space, class Rows, class Value>
-void elementwise(const char* label, std::size_t n, float* y, const Value& value) {
+// stored, so y may be one of value's inputs (dx += ...) without a runtime overlap check. A 16-bit y (O: bf16, f16)
+// takes each value rounded to nearest even.
+template <class Space, class Rows, class Value, class O>
+void elementwise(const char* label, std::size_t n, O* y, const Value& value) {
   constexpr int B = Rows::elementwise_block;
   Kokkos::parallel_for(
       label, Kokkos::RangePolicy<Space>(0, (n + B - 1) / B), KOKKOS_LAMBDA(const std::size_t block) {
@@ -114,9 +118,9 @@ void elementwise(const char* label, std::size_t n, float* y, const Value& value)
         if (begin + B <= n) {
           float t[B];
           for (int l = 0; l < B; ++l) t[l] = value(begin + l);
-          for (int l = 0; l < B; ++l) y[begin + l] = t[l];
+          store_rounded(y + begin, t);
         } else {
-          for (std::size_t i = begin; i < n; ++i) y[i] = value(i);
+          for (std::size_t i = begin; i < n; ++i) y[i] = round_to<O>(value(i));
         }
       });
 }
