@@ -2,6 +2,8 @@
 // Every difference between the Kokkos versions ptk supports (3.4 … 4.x) lives here and nowhere else.
 #include <Kokkos_Core.hpp>
 
+#include <math.h>  // ::fmaf (mul_add)
+
 #if KOKKOS_VERSION < 30400
 #error "ptk needs Kokkos 3.4 or newer"
 #endif
@@ -62,6 +64,18 @@ using Kokkos::Experimental::exp;
 using Kokkos::Experimental::log;
 using Kokkos::Experimental::sqrt;
 #endif
+
+// a * b + c, fused (one rounding) where the target has an FMA instruction (every GPU; a host compiled
+// with FMA), else rounded twice: the same bits in every unit of one build, whatever that unit's
+// -ffp-contract (src/CMakeLists.txt). Kokkos 3.4 has no fma; fmaf is a device function under nvcc and
+// hipcc, and g++ with -mfma expands it inline and vectorizes it.
+KOKKOS_FORCEINLINE_FUNCTION float mul_add(float a, float b, float c) {
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__) || defined(__FMA__)
+  return ::fmaf(a, b, c);
+#else
+  return a * b + c;
+#endif
+}
 
 // HIP left Kokkos::Experimental in 4.0.
 #if defined(KOKKOS_ENABLE_HIP)

@@ -18,7 +18,7 @@ namespace ptk::kernels {
 
 KOKKOS_INLINE_FUNCTION float gelu_value(float v) {
   constexpr float sqrt_2_over_pi = 0.7978845608028654f;
-  const float a = -2.0f * sqrt_2_over_pi * (v + 0.044715f * v * v * v);
+  const float a = -2.0f * sqrt_2_over_pi * compat::mul_add(0.044715f * v * v, v, v);
   // e^a overflows only for very negative x, where gelu is -0 (x = -inf included, where the
   // quotient would be -inf). NaN fails the comparison and stays NaN through the division. The
   // select is on the numerator, before the division, so the division runs unmasked.
@@ -41,8 +41,8 @@ void gelu_forward(const VectorOf<Space, E>& out, const Same<ConstVectorOf<Space,
 KOKKOS_INLINE_FUNCTION float gelu_grad(float v) {
   constexpr float two_c = 2.0f * 0.7978845608028654f;
   const float v2 = v * v;
-  const float a = -two_c * (v + 0.044715f * v2 * v);
-  const float da = two_c * (1.0f + 3.0f * 0.044715f * v2);  // -da/dv
+  const float a = -two_c * compat::mul_add(0.044715f * v2, v, v);
+  const float da = two_c * compat::mul_add(3.0f * 0.044715f, v2, 1.0f);  // -da/dv
   const float abs_a = a < 0.0f ? -a : a;
   const float e = fast_exp_nonpositive(-abs_a);
   const float d = 1.0f / (1.0f + e);
@@ -58,7 +58,7 @@ void gelu_backward(const VectorOf<Space, E>& dinp, const Same<ConstVectorOf<Spac
   const E* dy = dout.data();
   E* dx = dinp.data();
   elementwise<Space, typename Tune::rows>("ptk::gelu_backward", inp.extent(0), dx,
-                     KOKKOS_LAMBDA(const std::size_t i) { return widen(dx[i]) + widen(dy[i]) * gelu_grad(widen(x[i])); });
+                     KOKKOS_LAMBDA(const std::size_t i) { return compat::mul_add(widen(dy[i]), gelu_grad(widen(x[i])), widen(dx[i])); });
 }
 
 }  // namespace ptk::kernels

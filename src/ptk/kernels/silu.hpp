@@ -49,7 +49,7 @@ void silu_backward(const VectorOf<Space, E>& dinp, const Same<ConstVectorOf<Spac
   const E* dy = dout.data();
   E* dx = dinp.data();
   elementwise<Space, typename Tune::rows>("ptk::silu_backward", inp.extent(0), dx,
-                     KOKKOS_LAMBDA(const std::size_t i) { return widen(dx[i]) + widen(dy[i]) * silu_grad(widen(x[i])); });
+                     KOKKOS_LAMBDA(const std::size_t i) { return compat::mul_add(widen(dy[i]), silu_grad(widen(x[i])), widen(dx[i])); });
 }
 
 }  // namespace ptk::kernels

@@ -1,13 +1,16 @@
 #pragma once
 // fast_exp(x) ≈ e^x in fp32 with straight-line arithmetic (no library call, no table), so that a
-// loop over it vectorizes on the host and stays a handful of FMAs on a GPU. docs/tolerances.md
-// derives its error: within 2.6 u relative of e^x (u = 2^-24) for x in [-87.3, 88.7] (2.0 u when
-// the compiler contracts the polynomial into FMAs; 1.32 u measured exhaustively with FMA); below
-// that the result is flushed to +0 (e^x < FLT_MIN), above it +inf; NaN stays NaN.
+// loop over it vectorizes on the host and stays a handful of FMAs on a GPU. The FMAs are written
+// (compat::mul_add), so a unit compiled without contraction gets the same bits as one with it.
+// docs/tolerances.md derives its error: within 2.6 u relative of e^x (u = 2^-24) for x in [-87.3, 88.7]
+// (2.0 u with FMA; 1.32 u measured exhaustively with FMA); below that the result is flushed to +0
+// (e^x < FLT_MIN), above it +inf; NaN stays NaN.
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
 #include <cstring>
+
+#include "ptk/core/compat.hpp"
 
 namespace ptk::kernels {
 
@@ -34,13 +37,14 @@ KOKKOS_INLINE_FUNCTION float clamp_select(float x, float lo, float hi) {
 // degree-7 Taylor polynomial it replaced left, with one FMA fewer. `times` (a power of two, a
 // constant at the call) scales every coefficient, so the result comes out multiplied by it exactly.
 KOKKOS_FORCEINLINE_FUNCTION float exp_reduced(float r, float times = 1.0f) {
+  using compat::mul_add;
   float p = times * 0x1.6a2352p-10f;
-  p = p * r + times * 0x1.123a6cp-7f;
-  p = p * r + times * 0x1.5558f4p-5f;
-  p = p * r + times * 0x1.55549p-3f;
-  p = p * r + times * 0x1.fffffcp-2f;
-  p = p * r + times;
-  return p * r + times;
+  p = mul_add(p, r, times * 0x1.123a6cp-7f);
+  p = mul_add(p, r, times * 0x1.5558f4p-5f);
+  p = mul_add(p, r, times * 0x1.55549p-3f);
+  p = mul_add(p, r, times * 0x1.fffffcp-2f);
+  p = mul_add(p, r, times);
+  return mul_add(p, r, times);
 }
 
 // The argument reduction all three variants share: e^x = 2^n · e^r with n = round(x / ln 2) and
@@ -57,9 +61,9 @@ KOKKOS_FORCEINLINE_FUNCTION ExpReduction exp_reduce(float x) {
   constexpr float log2e = 1.44269504088896341f;
   constexpr float ln2_head = 0.693359375f;
   constexpr float ln2_tail = -2.12194440e-4f;
-  const float shifted = x * log2e + exp_round_magic;
+  const float shifted = compat::mul_add(x, log2e, exp_round_magic);
   const float n = shifted - exp_round_magic;
-  return ExpReduction{shifted, (x - n * ln2_head) - n * ln2_tail};
+  return ExpReduction{shifted, compat::mul_add(-n, ln2_tail, compat::mul_add(-n, ln2_head, x))};
 }
 
 KOKKOS_INLINE_FUNCTION float fast_exp(float x) {
