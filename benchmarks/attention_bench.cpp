@@ -1,5 +1,6 @@
 // attention sweep over T (B=1, H=12, D=64 as GPT-2 small; S = T), causal and not:
 //   ptk          the fused flash-style kernel (kernels/attention.hpp), O(B·H·T·D) memory;
+//   ptk_bf16     the same kernel over Q, K, V and O stored as bf16 (fp32 inside);
 //   ptk_composed ptk's own batched matmul (q·kᵀ) + softmax kernel + matmul (·v), storing [B·H,T,T];
 //   openblas     the same composition with OpenBLAS cblas_sgemm for both products and a softmax that
 //                uses ptk's vectorizable fast_exp over all cores (std::thread, so no OpenMP pool
@@ -215,6 +216,16 @@ void register_attention() {
           kernels::attention_forward<Space>(out.batched_matrices(), lse.rows(),
                                             q.batched_matrices(), k.batched_matrices(), v.batched_matrices(), scale,
                                             causal);
+        });
+      });
+      add("attention", "ptk_bf16", shape, Rate::gflops, flops, [=] {
+        const auto q = random_bf16({B * H, T, D}, 9), k = random_bf16({B * H, T, D}, 10),
+                   v = random_bf16({B * H, T, D}, 11);
+        const Tensor<Space, bf16> out({B * H, T, D});
+        const Tensor<Space> lse({B * H, T});
+        return std::function<void()>([=] {
+          kernels::attention_forward<Space>(out.batched_matrices(), lse.rows(), q.batched_matrices(),
+                                            k.batched_matrices(), v.batched_matrices(), scale, causal);
         });
       });
       add("attention", "ptk_composed", shape, Rate::gflops, flops, [=] {

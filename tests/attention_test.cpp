@@ -88,8 +88,13 @@ double score_bound(const std::vector<float>& q, const std::vector<float>& k, con
   return std::fabs(scale) * bound;
 }
 
-template <class Space, class Tune>
+// E: the element type of Q, K, V and O (f32, bf16, f16); the oracle runs on the stored inputs, O carries one more
+// rounding (stored_output), lse is fp32 in every type.
+template <class Space, class Tune, class E = float>
 void check_attention(const AttentionCase& c, std::vector<float> q, std::vector<float> k, std::vector<float> v) {
+  round_in_place<E>(q);
+  round_in_place<E>(k);
+  round_in_place<E>(v);
   const Shape q_shape{c.B, c.H, c.T, c.D}, kv_shape{c.B, c.Hkv(), c.S, c.D}, lse_shape{c.B, c.H, c.T};
   const float scale = c.scale != 0 ? c.scale : 1.0f / std::sqrt(static_cast<float>(c.D));
   std::vector<float> want(q.size()), want_lse(static_cast<std::size_t>(c.B * c.H * c.T));
@@ -97,15 +102,16 @@ void check_attention(const AttentionCase& c, std::vector<float> q, std::vector<f
   reference::attention_forward(want.data(), want_lse.data(), q.data(), k_all.data(), v_all.data(), c.B, c.H, c.T, c.S,
                                c.D, scale, c.causal);
 
-  const auto r = ops::attention<Space, Tune>(Tensor<Space>::from_host(q_shape, q), Tensor<Space>::from_host(kv_shape, k),
-                                Tensor<Space>::from_host(kv_shape, v),
-                                c.scale != 0 ? std::optional<float>(c.scale) : std::nullopt, c.causal);
+  const auto r = ops::attention<Space, Tune>(
+      Tensor<Space, E>::from_host(q_shape, rounded<E>(q)), Tensor<Space, E>::from_host(kv_shape, rounded<E>(k)),
+      Tensor<Space, E>::from_host(kv_shape, rounded<E>(v)), c.scale != 0 ? std::optional<float>(c.scale) : std::nullopt,
+      c.causal);
   ASSERT_EQ(r.lse.shape(), lse_shape);
   const double bound = std::max(1.0, score_bound(q, k_all, c, scale));
-  EXPECT_TRUE(all_close(r.out.to_vector(), want, q_shape, tolerance::attention(c.D, c.S, bound)))
-      << Space::name() << " out";
+  EXPECT_TRUE(all_close(values_of(r.out.to_vector()), want, q_shape, stored_output<E>(tolerance::attention(c.D, c.S, bound))))
+      << Space::name() << ' ' << element_name<E>() << " out";
   EXPECT_TRUE(all_close(r.lse.to_vector(), want_lse, lse_shape, tolerance::attention_lse(c.D, c.S, bound)))
-      << Space::name() << " lse";
+      << Space::name() << ' ' << element_name<E>() << " lse";
 }
 
 class AttentionParity : public ::testing::TestWithParam<AttentionCase> {};
@@ -116,6 +122,16 @@ TEST_P(AttentionParity, Forward) {
   const auto k = uniform(c.B * c.Hkv() * c.S * c.D, -1, 1, name(c) + "k");
   const auto v = uniform(c.B * c.Hkv() * c.S * c.D, -1, 1, name(c) + "v");
   for_each_space([&](auto space) { check_attention<typename decltype(space)::type, typename decltype(space)::tune>(c, q, k, v); });
+}
+
+TEST_P(AttentionParity, Forward16Bit) {
+  const auto& c = GetParam();
+  const auto q = uniform(c.B * c.H * c.T * c.D, -1, 1, name(c) + "q");
+  const auto k = uniform(c.B * c.Hkv() * c.S * c.D, -1, 1, name(c) + "k");
+  const auto v = uniform(c.B * c.Hkv() * c.S * c.D, -1, 1, name(c) + "v");
+  for_each_space_16bit([&](auto space, auto e) {
+    check_attention<typename decltype(space)::type, typename decltype(space)::tune, typename decltype(e)::type>(c, q, k, v);
+  });
 }
 
 INSTANTIATE_TEST_SUITE_P(Sweep, AttentionParity, ::testing::ValuesIn(kCases),

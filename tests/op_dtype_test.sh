@@ -4,8 +4,8 @@
 # input values; ptk's output must be a neighbour of that value in the type (off by less than one of the type's
 # steps), equal to it rounded to nearest even for at least 99 % of the elements (the rest: ties within fp32's own
 # error), and carry the right dtype in its header. Then the refusals: an input of another dtype, an unknown dtype.
-# The ops written over the element type (softmax, layernorm, rmsnorm, gelu, silu, rope, cross_entropy and its
-# backward here) run their 16-bit kernels; matmul and attention compute on float32 copies.
+# The ops written over the element type (softmax, layernorm, rmsnorm, gelu, silu, rope, attention, cross_entropy
+# and its backward here) run their 16-bit kernels; matmul computes on float32 copies.
 # usage: op_dtype_test.sh PTK SOURCE_DIR
 set -u
 ptk=$1

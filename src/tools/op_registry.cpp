@@ -272,8 +272,12 @@ OpEntry spec_rmsnorm_backward() {
 OpEntry spec_attention() {
   return spec({{"Q"}, {"K"}, {"V"}}, {{"O"}, {"lse", true, true}}, {kCausal, kAttnScale}, [](const auto& c) -> Results {
     const auto scale = c.set.has("scale") ? std::optional<float>(c.set.number("scale", 0)) : std::nullopt;
-    const auto fwd = ops::attention(c.in[0], c.in[1], c.in[2], scale, c.set.flag("causal"));
-    return {c.host(fwd.out), c.host(fwd.lse)};
+    return c.typed([&](auto e) -> Results {
+      using E = typename decltype(e)::type;
+      const auto fwd = ops::attention(c.template as<E>(0), c.template as<E>(1), c.template as<E>(2), scale,
+                                      c.set.flag("causal"));
+      return {c.host(fwd.out), c.host(fwd.lse)};
+    });
   });
 }
 

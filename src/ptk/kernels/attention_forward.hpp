@@ -2,6 +2,8 @@
 // attention_forward: out[BH,T,D] = softmax(scale · q kᵀ, causal) · v and lse[BH,T] = log Σ_j exp(scale · q·k_j)
 // over the attended keys, for q[BH,T,D], k and v [BH/G,S,D] (query head h reads kv head h/G: grouped-query
 // attention, G = 1 for plain multi-head); causal (needs T == S) lets query t see keys j <= t.
+// E: the element type of q, k, v and out (f32, bf16, f16): widened as the tiles are copied, every sum and lse fp32,
+// out rounded once.
 #include <Kokkos_Core.hpp>
 
 #include <type_traits>
@@ -23,7 +25,7 @@ namespace ptk::kernels {
 // multiplied by 0, so a NaN or inf in a masked row of k or v cannot reach the output).
 // Special values follow the softmax kernel: a NaN score makes its row NaN; a row whose attended
 // scores are all −inf gives 0 and lse = −inf.
-template <class Space, class Tune = Tuning<Space>>
+template <class Space, class Tune = Tuning<Space>, class E = float>
 struct AttentionForward {
   using Tiles = typename Tune::attention;
   static constexpr int BQ = Tiles::query_rows, BK = Tiles::key_rows, MR = Tiles::micro_rows, NR = Tiles::micro_cols;
@@ -33,9 +35,9 @@ struct AttentionForward {
   using ScratchMatrix = ScratchMatrixOf<Space>;
   using ScratchVector = ScratchVectorOf<Space>;
 
-  Tensor3<Space> out;
+  Tensor3Of<Space, E> out;
   Matrix<Space> lse;
-  ConstTensor3<Space> q, k, v;
+  ConstTensor3Of<Space, E> q, k, v;
   float scale;
   bool causal;
   int T, S, D, Dp;  // Dp: D padded to a multiple of NR (zeros in scratch)
@@ -86,8 +88,8 @@ struct AttentionForward {
       float* qs = &Qs(i, 0);
       float* os = &Os(i, 0);
       const int n = i < qcount ? D : 0;
-      const float* qg = n ? &q(head, q0 + i, 0) : nullptr;
-      for (int d = 0; d < n; ++d) qs[d] = scale * qg[d];
+      const E* qg = n ? &q(head, q0 + i, 0) : nullptr;
+      for (int d = 0; d < n; ++d) qs[d] = scale * widen(qg[d]);
       for (int d = n; d < Dp; ++d) qs[d] = 0.0f;
       for (int d = 0; d < Dp; ++d) os[d] = 0.0f;
     });
@@ -104,11 +106,11 @@ struct AttentionForward {
         float* kt = &Kt(0, j);
         float* vs = &Vs(j, 0);
         const int n = j < kcount ? D : 0;
-        const float* kg = n ? &k(head / group, k0 + j, 0) : nullptr;
-        const float* vg = n ? &v(head / group, k0 + j, 0) : nullptr;
-        for (int d = 0; d < n; ++d) kt[d * BK] = kg[d];
+        const E* kg = n ? &k(head / group, k0 + j, 0) : nullptr;
+        const E* vg = n ? &v(head / group, k0 + j, 0) : nullptr;
+        for (int d = 0; d < n; ++d) kt[d * BK] = widen(kg[d]);
         for (int d = n; d < Dp; ++d) kt[d * BK] = 0.0f;
-        for (int d = 0; d < n; ++d) vs[d] = vg[d];
+        for (int d = 0; d < n; ++d) vs[d] = widen(vg[d]);
         for (int d = n; d < Dp; ++d) vs[d] = 0.0f;
       });
       team.team_barrier();
@@ -223,7 +225,7 @@ struct AttentionForward {
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, qcount * D), [&](int e) {
       const int i = e / D, d = e % D;
       const float inv = l(i) == 0.0f ? 0.0f : 1.0f / l(i);
-      out(head, q0 + i, d) = Os(i, d) * inv;
+      out(head, q0 + i, d) = round_to<E>(Os(i, d) * inv);
     });
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, qcount), [&](int i) {
       const float shift = m(i) == -__builtin_huge_valf() ? 0.0f : m(i);
@@ -234,15 +236,16 @@ struct AttentionForward {
 
 // out[BH,T,D], lse[BH,T] from q[BH,T,D], k and v [BH/G,S,D] (the [B,H,·,·] and [B,H/G,·,·] buffers: head b·H + h
 // reads kv head (b·H + h)/G = b·H/G + h/G).
-template <class Space, class Tune = Tuning<Space>>
-void attention_forward(const Tensor3<Space>& out, const Matrix<Space>& lse, const ConstTensor3<Space>& q,
-                       const ConstTensor3<Space>& k, const ConstTensor3<Space>& v, float scale, bool causal) {
-  using Kernel = AttentionForward<Space, Tune>;
+template <class Space, class Tune = Tuning<Space>, class E = float>
+void attention_forward(const Tensor3Of<Space, E>& out, const Matrix<Space>& lse, const Same<ConstTensor3Of<Space, E>>& q,
+                       const Same<ConstTensor3Of<Space, E>>& k, const Same<ConstTensor3Of<Space, E>>& v, float scale,
+                       bool causal) {
+  using Kernel = AttentionForward<Space, Tune, E>;
   const int heads = static_cast<int>(q.extent(0)), T = static_cast<int>(q.extent(1));
   const int S = static_cast<int>(k.extent(1)), D = static_cast<int>(q.extent(2));
   using Tiles = typename Tune::attention;
   if constexpr (!std::is_same_v<Tiles, typename Tiles::wide>) {
-    if (D > Tiles::level0_head_dim) return attention_forward<Space, WideHeads<Tune>>(out, lse, q, k, v, scale, causal);
+    if (D > Tiles::level0_head_dim) return attention_forward<Space, WideHeads<Tune>, E>(out, lse, q, k, v, scale, causal);
   }
   const int Dp = (D + Kernel::NR - 1) / Kernel::NR * Kernel::NR;
   const int q_tiles = (T + Kernel::BQ - 1) / Kernel::BQ;
@@ -259,8 +262,12 @@ void attention_forward(const Tensor3<Space>& out, const Matrix<Space>& lse, cons
 
 // Explicit instantiations (instances.hpp): compiled once, in src/ptk/kernels/inst/, for every space and tuning the
 // build has; declared extern here so that no other translation unit compiles these kernels again.
-#define PTK_ATTENTION_FORWARD_TUNED_INSTANCES(EXT, Space, Tune) \
-  EXT template void attention_forward<Space, Tune>(const Tensor3<Space>& out, const Matrix<Space>& lse, const ConstTensor3<Space>& q, const ConstTensor3<Space>& k, const ConstTensor3<Space>& v, float scale, bool causal);
+#define PTK_ATTENTION_FORWARD_ELEMENT_INSTANCE(EXT, Space, Tune, E) \
+  EXT template void attention_forward<Space, Tune, E>(const Tensor3Of<Space, E>& out, const Matrix<Space>& lse, const Same<ConstTensor3Of<Space, E>>& q, const Same<ConstTensor3Of<Space, E>>& k, const Same<ConstTensor3Of<Space, E>>& v, float scale, bool causal);
+#define PTK_ATTENTION_FORWARD_TUNED_INSTANCES(EXT, Space, Tune)           \
+  PTK_ATTENTION_FORWARD_ELEMENT_INSTANCE(EXT, Space, Tune, float)       \
+  PTK_ATTENTION_FORWARD_ELEMENT_INSTANCE(EXT, Space, Tune, ::ptk::bf16) \
+  PTK_ATTENTION_FORWARD_ELEMENT_INSTANCE(EXT, Space, Tune, ::ptk::f16)
 namespace ptk::kernels {
 PTK_FOR_EACH_CONFIG(PTK_ATTENTION_FORWARD_TUNED_INSTANCES, extern)
 }  // namespace ptk::kernels

@@ -4,7 +4,8 @@
 // scale defaults to 1/sqrt(D); causal needs T == S. Also returns lse[B,H,T], the natural log of each
 // row's softmax denominator Σ_j exp(scale · q·k_j) over the attended keys (−inf for a row with none),
 // which the backward pass uses to recompute the probabilities. Memory is O(B·H·T·D): the [T,S]
-// score matrix is never stored.
+// score matrix is never stored. E (f32, bf16, f16): the element type of Q, K, V and O; the arithmetic and lse are
+// fp32, O is rounded once.
 // attention_backward: dQ, dK, dV += the gradients for an upstream dO, from the forward's O and lse (flash-style:
 // the probabilities are rebuilt tile by tile from lse; memory O(B·H·T·D); deterministic, no atomics); a kv head's
 // dK and dV sum its query heads'.
@@ -18,8 +19,8 @@ namespace ptk::ops {
 
 namespace detail {
 // Q [B,H,T,D], K and V [B,Hkv,S,D] alike, with H a positive multiple of Hkv.
-template <class Space, class Shapes>
-void check_grouped_heads(const char* op, const Tensor<Space>& q, const Tensor<Space>& k, const Tensor<Space>& v,
+template <class Space, class E, class Shapes>
+void check_grouped_heads(const char* op, const Tensor<Space, E>& q, const Tensor<Space, E>& k, const Tensor<Space, E>& v,
                          const Shapes& shapes) {
   require(k.shape() == v.shape(), op, ": K and V must have the same shape [B,Hkv,S,D], got ", shapes);
   require(q.dim(0) == k.dim(0) && q.dim(3) == k.dim(3), op,
@@ -29,14 +30,15 @@ void check_grouped_heads(const char* op, const Tensor<Space>& q, const Tensor<Sp
 }
 }  // namespace detail
 
-template <class Space>
+template <class Space, class E = float>
 struct AttentionOutputs {
-  Tensor<Space> out, lse;
+  Tensor<Space, E> out;
+  Tensor<Space> lse;
 };
 
-template <class Space, class Tune = kernels::Tuning<Space>>
-AttentionOutputs<Space> attention(const Tensor<Space>& q, const Tensor<Space>& k, const Tensor<Space>& v,
-                                  std::optional<float> scale = std::nullopt, bool causal = false) {
+template <class Space, class Tune = kernels::Tuning<Space>, class E = float>
+AttentionOutputs<Space, E> attention(const Tensor<Space, E>& q, const Tensor<Space, E>& k, const Tensor<Space, E>& v,
+                                     std::optional<float> scale = std::nullopt, bool causal = false) {
   check_tensor("attention", "Q", q, 4, 4);
   check_tensor("attention", "K", k, 4, 4);
   check_tensor("attention", "V", v, 4, 4);
@@ -45,12 +47,12 @@ AttentionOutputs<Space> attention(const Tensor<Space>& q, const Tensor<Space>& k
   detail::check_grouped_heads("attention", q, k, v, shapes);
   const auto B = q.dim(0), H = q.dim(1), T = q.dim(2), D = q.dim(3);
   require(!causal || T == k.dim(2), "attention: causal needs T == S, got ", shapes);
-  AttentionOutputs<Space> r{Tensor<Space>::uninitialized(q.shape(), "ptk::attention"),
-                            Tensor<Space>::uninitialized({B, H, T}, "ptk::attention_lse")};
-  const auto heads = [&](const Tensor<Space>& t) {
-    return Tensor3<Space>(t.data(), B * t.dim(1), t.dim(2), t.dim(3));
+  AttentionOutputs<Space, E> r{Tensor<Space, E>::uninitialized(q.shape(), "ptk::attention"),
+                               Tensor<Space>::uninitialized({B, H, T}, "ptk::attention_lse")};
+  const auto heads = [&](const Tensor<Space, E>& t) {
+    return Tensor3Of<Space, E>(t.data(), B * t.dim(1), t.dim(2), t.dim(3));
   };
-  kernels::attention_forward<Space, Tune>(heads(r.out), Matrix<Space>(r.lse.data(), B * H, T), heads(q), heads(k), heads(v),
+  kernels::attention_forward<Space, Tune, E>(heads(r.out), Matrix<Space>(r.lse.data(), B * H, T), heads(q), heads(k), heads(v),
                                     scale.value_or(1.0f / std::sqrt(static_cast<float>(D))), causal);
   return r;
 }
