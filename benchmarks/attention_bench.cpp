@@ -1,6 +1,6 @@
 // attention sweep over T (B=1, H=12, D=64 as GPT-2 small; S = T), causal and not:
 //   ptk          the fused flash-style kernel (kernels/attention.hpp), O(B·H·T·D) memory;
-//   ptk_bf16     the same kernel over Q, K, V and O stored as bf16 (fp32 inside);
+//   ptk_bf16     the same kernel over Q, K, V and O stored as bf16 (fp32 inside); the backward's likewise;
 //   ptk_composed ptk's own batched matmul (q·kᵀ) + softmax kernel + matmul (·v), storing [B·H,T,T];
 //   openblas     the same composition with OpenBLAS cblas_sgemm for both products and a softmax that
 //                uses ptk's vectorizable fast_exp over all cores (std::thread, so no OpenMP pool
@@ -165,6 +165,19 @@ void register_attention_backward(std::int64_t T, bool causal) {
     const auto q = random_tensor({B * H, T, D}, 9), k = random_tensor({B * H, T, D}, 10),
                v = random_tensor({B * H, T, D}, 11), dout = random_tensor({B * H, T, D}, 12);
     const Tensor<Space> out({B * H, T, D}), lse({B * H, T}), dq({B * H, T, D}), dk({B * H, T, D}), dv({B * H, T, D});
+    kernels::attention_forward<Space>(out.batched_matrices(), lse.rows(), q.batched_matrices(), k.batched_matrices(),
+                                      v.batched_matrices(), scale, causal);
+    return std::function<void()>([=] {
+      kernels::attention_backward<Space>(dq.batched_matrices(), dk.batched_matrices(), dv.batched_matrices(),
+                                         dout.batched_matrices(), q.batched_matrices(), k.batched_matrices(),
+                                         v.batched_matrices(), out.batched_matrices(), lse.rows(), scale, causal);
+    });
+  });
+  add("attention_backward", "ptk_bf16", shape, Rate::gflops, flops, [=] {
+    const auto q = random_bf16({B * H, T, D}, 9), k = random_bf16({B * H, T, D}, 10),
+               v = random_bf16({B * H, T, D}, 11), dout = random_bf16({B * H, T, D}, 12);
+    const Tensor<Space, bf16> out({B * H, T, D}), dq({B * H, T, D}), dk({B * H, T, D}), dv({B * H, T, D});
+    const Tensor<Space> lse({B * H, T});
     kernels::attention_forward<Space>(out.batched_matrices(), lse.rows(), q.batched_matrices(), k.batched_matrices(),
                                       v.batched_matrices(), scale, causal);
     return std::function<void()>([=] {

@@ -233,20 +233,23 @@ tolerance::AttentionBackwardBounds backward_bounds(const AttentionCase& c, float
 
 // dQ, dK, dV start from random values (the op adds). O and lse come from ptk's forward in the same space;
 // the oracle rebuilds P from that same lse, so the forward's lse error is not counted twice.
-template <class Space, class Tune>
-void check_attention_backward(const AttentionCase& c, const std::vector<float>& q, const std::vector<float>& k,
-                              const std::vector<float>& v, const std::vector<float>& dout) {
+// E: the element type of Q, K, V, dO, O and the gradients (f32, bf16, f16). The oracle runs on the stored inputs; O
+// carries one more rounding into Drow (out_unit), and each gradient one more as it is stored (stored_output).
+template <class Space, class Tune, class E = float>
+void check_attention_backward(const AttentionCase& c, std::vector<float> q, std::vector<float> k,
+                              std::vector<float> v, std::vector<float> dout) {
   const Shape q_shape{c.B, c.H, c.T, c.D}, kv_shape{c.B, c.Hkv(), c.S, c.D};
   const float scale = c.scale != 0 ? c.scale : 1.0f / std::sqrt(static_cast<float>(c.D));
   const auto opt_scale = c.scale != 0 ? std::optional<float>(c.scale) : std::nullopt;
-  const auto dq0 = uniform(element_count(q_shape), -1, 1, name(c) + "dq");
-  const auto dk0 = uniform(element_count(kv_shape), -1, 1, name(c) + "dk");
-  const auto dv0 = uniform(element_count(kv_shape), -1, 1, name(c) + "dv");
+  auto dq0 = uniform(element_count(q_shape), -1, 1, name(c) + "dq");
+  auto dk0 = uniform(element_count(kv_shape), -1, 1, name(c) + "dk");
+  auto dv0 = uniform(element_count(kv_shape), -1, 1, name(c) + "dv");
+  for (auto* x : {&q, &k, &v, &dout, &dq0, &dk0, &dv0}) round_in_place<E>(*x);
 
-  const auto Q = Tensor<Space>::from_host(q_shape, q), K = Tensor<Space>::from_host(kv_shape, k),
-             V = Tensor<Space>::from_host(kv_shape, v), dO = Tensor<Space>::from_host(q_shape, dout);
+  const auto Q = Tensor<Space, E>::from_host(q_shape, rounded<E>(q)), K = Tensor<Space, E>::from_host(kv_shape, rounded<E>(k)),
+             V = Tensor<Space, E>::from_host(kv_shape, rounded<E>(v)), dO = Tensor<Space, E>::from_host(q_shape, rounded<E>(dout));
   const auto fwd = ops::attention<Space, Tune>(Q, K, V, opt_scale, c.causal);
-  const auto out = fwd.out.to_vector(), lse = fwd.lse.to_vector();
+  const auto out = values_of(fwd.out.to_vector()), lse = fwd.lse.to_vector();
   auto want_dq = dq0, want_dk = dk0, want_dv = dv0;
   const auto k_all = expand_groups(k, c), v_all = expand_groups(v, c);
   if (c.G == 1) {
@@ -260,17 +263,22 @@ void check_attention_backward(const AttentionCase& c, const std::vector<float>& 
     want_dv = sum_groups(dv0, dv_all, c);
   }
 
-  const auto dQ = Tensor<Space>::from_host(q_shape, dq0), dK = Tensor<Space>::from_host(kv_shape, dk0),
-             dV = Tensor<Space>::from_host(kv_shape, dv0);
+  const auto dQ = Tensor<Space, E>::from_host(q_shape, rounded<E>(dq0)), dK = Tensor<Space, E>::from_host(kv_shape, rounded<E>(dk0)),
+             dV = Tensor<Space, E>::from_host(kv_shape, rounded<E>(dv0));
   ops::attention_backward<Space, Tune>(dQ, dK, dV, dO, Q, K, V, fwd.out, fwd.lse, opt_scale, c.causal);
   // A kv head's gradient is one sum over the G·T query rows of its group: the tolerances of a head with G·T rows.
-  const auto m = backward_bounds(c, scale, q, k_all, v_all, dout, out, lse);
-  EXPECT_TRUE(all_close(dQ.to_vector(), want_dq, q_shape, tolerance::attention_dq(c.D, c.S, scale, m)))
-      << Space::name() << " dQ";
-  EXPECT_TRUE(all_close(dK.to_vector(), want_dk, kv_shape, tolerance::attention_dk(c.D, c.G * c.T, c.S, scale, m)))
-      << Space::name() << " dK";
-  EXPECT_TRUE(all_close(dV.to_vector(), want_dv, kv_shape, tolerance::attention_dv(c.D, c.G * c.T, c.S, m)))
-      << Space::name() << " dV";
+  auto m = backward_bounds(c, scale, q, k_all, v_all, dout, out, lse);
+  m.out_unit = std::is_same_v<E, bf16> ? 0x1p-8 : std::is_same_v<E, f16> ? 0x1p-11 : 0.0;
+  const std::string what = std::string(Space::name()) + ' ' + element_name<E>();
+  EXPECT_TRUE(all_close(values_of(dQ.to_vector()), want_dq, q_shape,
+                        stored_output<E>(tolerance::attention_dq(c.D, c.S, scale, m))))
+      << what << " dQ";
+  EXPECT_TRUE(all_close(values_of(dK.to_vector()), want_dk, kv_shape,
+                        stored_output<E>(tolerance::attention_dk(c.D, c.G * c.T, c.S, scale, m))))
+      << what << " dK";
+  EXPECT_TRUE(all_close(values_of(dV.to_vector()), want_dv, kv_shape,
+                        stored_output<E>(tolerance::attention_dv(c.D, c.G * c.T, c.S, m))))
+      << what << " dV";
 }
 
 class AttentionBackwardParity : public ::testing::TestWithParam<AttentionCase> {};
@@ -282,6 +290,18 @@ TEST_P(AttentionBackwardParity, Backward) {
   const auto v = uniform(c.B * c.Hkv() * c.S * c.D, -1, 1, name(c) + "v");
   const auto dout = uniform(c.B * c.H * c.T * c.D, -1, 1, name(c) + "do");
   for_each_space([&](auto space) { check_attention_backward<typename decltype(space)::type, typename decltype(space)::tune>(c, q, k, v, dout); });
+}
+
+TEST_P(AttentionBackwardParity, Backward16Bit) {
+  const auto& c = GetParam();
+  const auto q = uniform(c.B * c.H * c.T * c.D, -1, 1, name(c) + "q");
+  const auto k = uniform(c.B * c.Hkv() * c.S * c.D, -1, 1, name(c) + "k");
+  const auto v = uniform(c.B * c.Hkv() * c.S * c.D, -1, 1, name(c) + "v");
+  const auto dout = uniform(c.B * c.H * c.T * c.D, -1, 1, name(c) + "do");
+  for_each_space_16bit([&](auto space, auto e) {
+    check_attention_backward<typename decltype(space)::type, typename decltype(space)::tune, typename decltype(e)::type>(
+        c, q, k, v, dout);
+  });
 }
 
 INSTANTIATE_TEST_SUITE_P(Sweep, AttentionBackwardParity, ::testing::ValuesIn(kBackwardCases),

@@ -5,7 +5,7 @@
 # steps), equal to it rounded to nearest even for at least 99 % of the elements (the rest: ties within fp32's own
 # error), and carry the right dtype in its header. Then the refusals: an input of another dtype, an unknown dtype.
 # The ops written over the element type (softmax, layernorm, rmsnorm, gelu, silu, rope, attention, cross_entropy
-# and its backward here) run their 16-bit kernels; matmul computes on float32 copies.
+# and its backward here; attention_backward too) run their 16-bit kernels; matmul computes on float32 copies.
 # usage: op_dtype_test.sh PTK SOURCE_DIR
 set -u
 ptk=$1

@@ -133,8 +133,10 @@ inline Tolerance matmul_backward(std::int64_t reduction) { return matmul(reducti
 //   score    b = |scale|·max Σ_d |q_d k_d|, as the forward;   dov  g = max_{t,j} Σ_d |dO_td v_jd| >= |dP|;
 //   drow     r = max_t Σ_d |dO_td O_td| >= |Drow|;           dout_l1 a = max_t Σ_d |dO_td|;
 //   col_sum  c = max_j Σ_t P[t,j] (rows of P sum to 1; a column sums to ~T/S, more for early causal keys).
+//   out_unit: the unit roundoff of O's storage (0: fp32 O; bf16 2⁻⁸, f16 2⁻¹¹: O was rounded once more).
 struct AttentionBackwardBounds {
   double score, dov, drow, dout_l1, col_sum;
+  double out_unit = 0;
 };
 // Relative error of one rebuilt probability P = exp(s − lse) (lse is an input, shared with the oracle): the
 // score's error e, the rounding of s − lse (|s − lse| <= 2b + log S), fast_exp, and the product P·(dP − Drow).
@@ -142,10 +144,11 @@ inline double attention_prob_error(std::int64_t D, std::int64_t S, double b) {
   return attention_score_error(D, b) + fast_exp + u * (2.0 * b + std::log(static_cast<double>(S)) + 4.0);
 }
 // Absolute error of dP − Drow: dP is a length-D dot product, reduction(D)·g; Drow = dO·O reads the forward's O,
-// off by at most the forward's bound errO, which moves Drow by a·errO, plus its own reduction(D)·r.
+// off by at most the forward's bound errO, which moves Drow by a·errO, plus its own reduction(D)·r. A stored O
+// (|O| <= 1) adds its rounding: errO·(1 + out_unit) + out_unit.
 inline double attention_dsum_error(std::int64_t D, std::int64_t S, const AttentionBackwardBounds& m) {
   const Tolerance fwd = attention(D, S, std::max(1.0, m.score));
-  return reduction(D) * (m.dov + m.drow) + m.dout_l1 * (fwd.atol + fwd.rtol);
+  return reduction(D) * (m.dov + m.drow) + m.dout_l1 * ((fwd.atol + fwd.rtol) * (1.0 + m.out_unit) + m.out_unit);
 }
 // dS = P (dP − Drow) has |dS| <= P·G with G = g + r, and error P·(ε_P·G + dsum error). A gradient sums n such
 // terms times values in [-1, 1] with weights Σ P (c for a key, 1 for a query) and adds reduction(n) of that.

@@ -286,11 +286,14 @@ OpEntry spec_attention_backward() {
     using S = SpaceOf<std::decay_t<decltype(c)>>;
     const auto scale = c.set.has("scale") ? std::optional<float>(c.set.number("scale", 0)) : std::nullopt;
     const bool causal = c.set.flag("causal");
-    const auto &q = c.in[0], &k = c.in[1], &v = c.in[2];
-    const auto fwd = ops::attention(q, k, v, scale, causal);
-    Tensor<S> dq(q.shape(), "ptk::dQ"), dk(k.shape(), "ptk::dK"), dv(v.shape(), "ptk::dV");
-    ops::attention_backward(dq, dk, dv, c.in[3], q, k, v, fwd.out, fwd.lse, scale, causal);
-    return {c.host(dq), c.host(dk), c.host(dv)};
+    return c.typed([&](auto e) -> Results {
+      using E = typename decltype(e)::type;
+      const auto q = c.template as<E>(0), k = c.template as<E>(1), v = c.template as<E>(2);
+      const auto fwd = ops::attention(q, k, v, scale, causal);
+      Tensor<S, E> dq(q.shape(), "ptk::dQ"), dk(k.shape(), "ptk::dK"), dv(v.shape(), "ptk::dV");
+      ops::attention_backward(dq, dk, dv, c.template as<E>(3), q, k, v, fwd.out, fwd.lse, scale, causal);
+      return {c.host(dq), c.host(dk), c.host(dv)};
+    });
   });
 }
 

@@ -2,6 +2,8 @@
 // attention_backward: dq += scale·dS·k, dk += scale·dSᵀ·q, dv += Pᵀ·dout with P = exp(scale·q kᵀ − lse) rebuilt from the
 // forward's lse, dS = P ∘ (dout·vᵀ − Drow), Drow[t] = dout[t]·out[t]; shapes as the forward's (k, v and their
 // gradients have BH/G heads: a kv head's dk, dv sum its G query heads'), dout and out as q.
+// E: the element type of q, k, v, dout, out, dq, dk, dv (f32, bf16, f16); lse, Drow and every sum fp32, each
+// gradient element rounded once (its old value plus the kernel's sum).
 #include <Kokkos_Core.hpp>
 
 #include <type_traits>
@@ -11,9 +13,9 @@
 
 namespace ptk::kernels {
 
-template <class Space, class Tune = Tuning<Space>>
-struct AttentionBackwardKV : AttentionBackwardBase<Space, Tune> {
-  using Base = AttentionBackwardBase<Space, Tune>;
+template <class Space, class Tune = Tuning<Space>, class E = float>
+struct AttentionBackwardKV : AttentionBackwardBase<Space, Tune, E> {
+  using Base = AttentionBackwardBase<Space, Tune, E>;
   using typename Base::Team;
   using typename Base::ScratchMatrix;
   using typename Base::ScratchVector;
@@ -22,7 +24,7 @@ struct AttentionBackwardKV : AttentionBackwardBase<Space, Tune> {
   using Base::MR;
   using Base::NR;
 
-  Tensor3<Space> dk, dv;  // either may be empty (not wanted)
+  Tensor3Of<Space, E> dk, dv;  // either may be empty (not wanted)
   int k_tiles;
 
   // The team's scratch, in order (scratch.hpp: sized and carved from this one list).
@@ -96,12 +98,12 @@ struct AttentionBackwardKV : AttentionBackwardBase<Space, Tune> {
     if (dk.data() != nullptr)
       Kokkos::parallel_for(Kokkos::TeamThreadRange(team, kcount * D), [&](int e) {
         const int j = e / D, d = e % D;
-        dk(kv_head, k0 + j, d) += dKs(j, d);
+        dk(kv_head, k0 + j, d) = round_to<E>(widen(dk(kv_head, k0 + j, d)) + dKs(j, d));
       });
     if (dv.data() != nullptr)
       Kokkos::parallel_for(Kokkos::TeamThreadRange(team, kcount * D), [&](int e) {
         const int j = e / D, d = e % D;
-        dv(kv_head, k0 + j, d) += dVs(j, d);
+        dv(kv_head, k0 + j, d) = round_to<E>(widen(dv(kv_head, k0 + j, d)) + dVs(j, d));
       });
   }
 };
@@ -112,9 +114,9 @@ struct AttentionBackwardKV : AttentionBackwardBase<Space, Tune> {
 // queries (St = K·Qt, then dSᵀ in place), and dQ += dS·K runs over MR query rows × NR head dims
 // micro-tiles; keys inside the causal diagonal that only some rows of a micro-tile attend go row by
 // row and a masked key is skipped, so a NaN or inf in a masked row of K cannot reach dQ.
-template <class Space, class Tune = Tuning<Space>>
-struct AttentionBackwardQ : AttentionBackwardBase<Space, Tune> {
-  using Base = AttentionBackwardBase<Space, Tune>;
+template <class Space, class Tune = Tuning<Space>, class E = float>
+struct AttentionBackwardQ : AttentionBackwardBase<Space, Tune, E> {
+  using Base = AttentionBackwardBase<Space, Tune, E>;
   using typename Base::Team;
   using typename Base::ScratchMatrix;
   using typename Base::ScratchVector;
@@ -124,7 +126,7 @@ struct AttentionBackwardQ : AttentionBackwardBase<Space, Tune> {
   using Base::NR;
   static_assert(BQ % NR == 0 && BK % MR == 0, "attention backward tiles: micro tiles must divide them");
 
-  Tensor3<Space> dq;
+  Tensor3Of<Space, E> dq;
   int q_tiles;
 
   // The team's scratch, in order (scratch.hpp: sized and carved from this one list).
@@ -159,13 +161,13 @@ struct AttentionBackwardQ : AttentionBackwardBase<Space, Tune> {
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, BQ), [&](int i) {
       const float l = i < qcount ? this->lse(head, q0 + i) : -__builtin_huge_valf();
       const int n = l == -__builtin_huge_valf() ? 0 : D;
-      const float* qg = n ? &this->q(head, q0 + i, 0) : nullptr;
-      const float* gg = n ? &this->dout(head, q0 + i, 0) : nullptr;
+      const E* qg = n ? &this->q(head, q0 + i, 0) : nullptr;
+      const E* gg = n ? &this->dout(head, q0 + i, 0) : nullptr;
       float* qt = &Qt(0, i);
       float* gt = &dOt(0, i);
-      for (int d = 0; d < n; ++d) qt[d * BQ] = this->scale * qg[d];
+      for (int d = 0; d < n; ++d) qt[d * BQ] = this->scale * widen(qg[d]);
       for (int d = n; d < Dp; ++d) qt[d * BQ] = 0.0f;
-      for (int d = 0; d < n; ++d) gt[d * BQ] = gg[d];
+      for (int d = 0; d < n; ++d) gt[d * BQ] = widen(gg[d]);
       for (int d = n; d < Dp; ++d) gt[d * BQ] = 0.0f;
       for (int d = 0; d < Dp; ++d) dQs(i, d) = 0.0f;
       ls(i) = l;
@@ -180,11 +182,11 @@ struct AttentionBackwardQ : AttentionBackwardBase<Space, Tune> {
         float* ks = &Ks(j, 0);
         float* vs = &Vs(j, 0);
         const int n = j < kcount ? D : 0;
-        const float* kg = n ? &this->k(head / this->group, k0 + j, 0) : nullptr;
-        const float* vg = n ? &this->v(head / this->group, k0 + j, 0) : nullptr;
-        for (int d = 0; d < n; ++d) ks[d] = kg[d];
+        const E* kg = n ? &this->k(head / this->group, k0 + j, 0) : nullptr;
+        const E* vg = n ? &this->v(head / this->group, k0 + j, 0) : nullptr;
+        for (int d = 0; d < n; ++d) ks[d] = widen(kg[d]);
         for (int d = n; d < Dp; ++d) ks[d] = 0.0f;
-        for (int d = 0; d < n; ++d) vs[d] = vg[d];
+        for (int d = 0; d < n; ++d) vs[d] = widen(vg[d]);
         for (int d = n; d < Dp; ++d) vs[d] = 0.0f;
       });
       team.team_barrier();
@@ -255,7 +257,7 @@ struct AttentionBackwardQ : AttentionBackwardBase<Space, Tune> {
     const float scale = this->scale;
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, qcount * D), [&](int e) {
       const int i = e / D, d = e % D;
-      dq(head, q0 + i, d) += scale * dQs(i, d);
+      dq(head, q0 + i, d) = round_to<E>(widen(dq(head, q0 + i, d)) + scale * dQs(i, d));
     });
   }
 };
@@ -263,11 +265,12 @@ struct AttentionBackwardQ : AttentionBackwardBase<Space, Tune> {
 // dq [BH,T,D], dk and dv [BH/G,S,D] += the gradients of attention_forward(out, lse, q, k, v, scale, causal) for the
 // upstream gradient dout, from the forward's out and lse. Any of dq, dk, dv may be an empty View (not
 // wanted). Memory: the three kernels' team scratch plus one float per query row (Drow).
-template <class Space, class Tune = Tuning<Space>>
-void attention_backward(const Tensor3<Space>& dq, const Tensor3<Space>& dk, const Tensor3<Space>& dv,
-                        const ConstTensor3<Space>& dout, const ConstTensor3<Space>& q, const ConstTensor3<Space>& k,
-                        const ConstTensor3<Space>& v, const ConstTensor3<Space>& out, const ConstMatrix<Space>& lse,
-                        float scale, bool causal) {
+template <class Space, class Tune = Tuning<Space>, class E = float>
+void attention_backward(const Tensor3Of<Space, E>& dq, const Tensor3Of<Space, E>& dk, const Tensor3Of<Space, E>& dv,
+                        const Same<ConstTensor3Of<Space, E>>& dout, const Same<ConstTensor3Of<Space, E>>& q,
+                        const Same<ConstTensor3Of<Space, E>>& k, const Same<ConstTensor3Of<Space, E>>& v,
+                        const Same<ConstTensor3Of<Space, E>>& out, const ConstMatrix<Space>& lse, float scale,
+                        bool causal) {
   const int heads = static_cast<int>(q.extent(0)), T = static_cast<int>(q.extent(1));
   const int kv_heads = static_cast<int>(k.extent(0)), S = static_cast<int>(k.extent(1)), D = static_cast<int>(q.extent(2));
   if (heads == 0 || T == 0 || S == 0 || D == 0) return;
@@ -277,15 +280,16 @@ void attention_backward(const Tensor3<Space>& dq, const Tensor3<Space>& dk, cons
   using Tiles = typename Tune::attention;
   if constexpr (!std::is_same_v<Tiles, typename Tiles::wide>) {
     if (D > Tiles::level0_head_dim)
-      return attention_backward<Space, WideHeads<Tune>>(dq, dk, dv, dout, q, k, v, out, lse, scale, causal);
+      return attention_backward<Space, WideHeads<Tune>, E>(dq, dk, dv, dout, q, k, v, out, lse, scale, causal);
   }
-  using KV = AttentionBackwardKV<Space, Tune>;
-  using Q = AttentionBackwardQ<Space, Tune>;
+  using KV = AttentionBackwardKV<Space, Tune, E>;
+  using Q = AttentionBackwardQ<Space, Tune, E>;
+  using Base = AttentionBackwardBase<Space, Tune, E>;
   const int Dp = (D + KV::NR - 1) / KV::NR * KV::NR;
 
   auto drow = work_view<Matrix<Space>>("ptk::attention_drow", heads, T);
   Kokkos::parallel_for("ptk::attention_backward_rows", Kokkos::RangePolicy<Space>(0, heads * T),
-                       AttentionBackwardRows<Space, Tune>{drow, dout, out, lse, T, D});
+                       AttentionBackwardRows<Space, Tune, E>{drow, dout, out, lse, T, D});
   const auto level_for = [](std::size_t bytes) {
     return bytes <= static_cast<std::size_t>(Tune::attention::level0_bytes) ? 0 : 1;
   };
@@ -294,8 +298,7 @@ void attention_backward(const Tensor3<Space>& dq, const Tensor3<Space>& dk, cons
     const std::size_t bytes = scratch_bytes<KV>(Dp);
     const int level = level_for(bytes);
     KV kernel;
-    static_cast<AttentionBackwardBase<Space, Tune>&>(kernel) =
-        AttentionBackwardBase<Space, Tune>{dout, q, k, v, lse, drow, scale, causal, T, S, D, Dp, level, group};
+    static_cast<Base&>(kernel) = Base{dout, q, k, v, lse, drow, scale, causal, T, S, D, Dp, level, group};
     kernel.dk = dk;
     kernel.dv = dv;
     kernel.k_tiles = k_tiles;
@@ -307,8 +310,7 @@ void attention_backward(const Tensor3<Space>& dq, const Tensor3<Space>& dk, cons
     const std::size_t bytes = scratch_bytes<Q>(Dp);
     const int level = level_for(bytes);
     Q kernel;
-    static_cast<AttentionBackwardBase<Space, Tune>&>(kernel) =
-        AttentionBackwardBase<Space, Tune>{dout, q, k, v, lse, drow, scale, causal, T, S, D, Dp, level, group};
+    static_cast<Base&>(kernel) = Base{dout, q, k, v, lse, drow, scale, causal, T, S, D, Dp, level, group};
     kernel.dq = dq;
     kernel.q_tiles = q_tiles;
     typename Q::Policy policy(heads * q_tiles, Tune::attention::team_size);
@@ -321,8 +323,12 @@ void attention_backward(const Tensor3<Space>& dq, const Tensor3<Space>& dk, cons
 
 // Explicit instantiations (instances.hpp): compiled once, in src/ptk/kernels/inst/, for every space and tuning the
 // build has; declared extern here so that no other translation unit compiles these kernels again.
-#define PTK_ATTENTION_BACKWARD_TUNED_INSTANCES(EXT, Space, Tune) \
-  EXT template void attention_backward<Space, Tune>(const Tensor3<Space>& dq, const Tensor3<Space>& dk, const Tensor3<Space>& dv, const ConstTensor3<Space>& dout, const ConstTensor3<Space>& q, const ConstTensor3<Space>& k, const ConstTensor3<Space>& v, const ConstTensor3<Space>& out, const ConstMatrix<Space>& lse, float scale, bool causal);
+#define PTK_ATTENTION_BACKWARD_ELEMENT_INSTANCE(EXT, Space, Tune, E) \
+  EXT template void attention_backward<Space, Tune, E>(const Tensor3Of<Space, E>& dq, const Tensor3Of<Space, E>& dk, const Tensor3Of<Space, E>& dv, const Same<ConstTensor3Of<Space, E>>& dout, const Same<ConstTensor3Of<Space, E>>& q, const Same<ConstTensor3Of<Space, E>>& k, const Same<ConstTensor3Of<Space, E>>& v, const Same<ConstTensor3Of<Space, E>>& out, const ConstMatrix<Space>& lse, float scale, bool causal);
+#define PTK_ATTENTION_BACKWARD_TUNED_INSTANCES(EXT, Space, Tune)           \
+  PTK_ATTENTION_BACKWARD_ELEMENT_INSTANCE(EXT, Space, Tune, float)       \
+  PTK_ATTENTION_BACKWARD_ELEMENT_INSTANCE(EXT, Space, Tune, ::ptk::bf16) \
+  PTK_ATTENTION_BACKWARD_ELEMENT_INSTANCE(EXT, Space, Tune, ::ptk::f16)
 namespace ptk::kernels {
 PTK_FOR_EACH_CONFIG(PTK_ATTENTION_BACKWARD_TUNED_INSTANCES, extern)
 }  // namespace ptk::kernels

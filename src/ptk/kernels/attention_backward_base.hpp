@@ -38,18 +38,18 @@ KOKKOS_INLINE_FUNCTION void micro_product(float (&acc)[MR][NR], const float* a, 
 
 // Drow[h,t] = dout[h,t]·out[h,t] (0 for a row that attended nothing, lse = −inf): the row term of
 // dS = P ∘ (dP − Drow), since Σ_j P[t,j] dP[t,j] = dout[t]·out[t].
-template <class Space, class Tune = Tuning<Space>>
+template <class Space, class Tune = Tuning<Space>, class E = float>
 struct AttentionBackwardRows {
   Matrix<Space> drow;
-  ConstTensor3<Space> dout, out;
+  ConstTensor3Of<Space, E> dout, out;
   ConstMatrix<Space> lse;
   int T, D;
   KOKKOS_INLINE_FUNCTION void operator()(const int e) const {
     const int h = e / T, t = e % T;
     float sum = 0.0f;
-    const float* g = &dout(h, t, 0);
-    const float* o = &out(h, t, 0);
-    for (int d = 0; d < D; ++d) sum += g[d] * o[d];
+    const E* g = &dout(h, t, 0);
+    const E* o = &out(h, t, 0);
+    for (int d = 0; d < D; ++d) sum += widen(g[d]) * widen(o[d]);
     drow(h, t) = lse(h, t) == -__builtin_huge_valf() ? 0.0f : sum;
   }
 };
@@ -60,8 +60,9 @@ struct AttentionBackwardRows {
 //   P  = exp(Qs·Kt − lse)                (0 where masked, padded, or for a row with lse = −inf)
 //   dS = P ∘ (dOs·Vt − Drow)             (0 where P is masked: never 0 · NaN)
 // into Ps and dSs (which may be the same buffer: each element is read and written by its own thread).
-// Rows with lse = −inf are staged as zeros, so they add nothing anywhere (no −inf · 0).
-template <class Space, class Tune = Tuning<Space>>
+// Rows with lse = −inf are staged as zeros, so they add nothing anywhere (no −inf · 0). E: the element type of q, k,
+// v, dout, out and the gradients (f32, bf16, f16), widened as the tiles are staged; lse, Drow and every sum fp32.
+template <class Space, class Tune = Tuning<Space>, class E = float>
 struct AttentionBackwardBase {
   using Tiles = typename Tune::attention;
   static constexpr int BQ = Tiles::backward_query_rows, BK = Tiles::backward_key_rows;
@@ -73,7 +74,7 @@ struct AttentionBackwardBase {
   using ScratchMatrix = ScratchMatrixOf<Space>;
   using ScratchVector = ScratchVectorOf<Space>;
 
-  ConstTensor3<Space> dout, q, k, v;
+  ConstTensor3Of<Space, E> dout, q, k, v;
   ConstMatrix<Space> lse, drow;
   float scale;
   bool causal;
@@ -99,11 +100,11 @@ struct AttentionBackwardBase {
       const int n = l == -__builtin_huge_valf() ? 0 : D;
       float* qs = &Qs(i, 0);
       float* gs = &dOs(i, 0);
-      const float* qg = n ? &q(head, q0 + i, 0) : nullptr;
-      const float* gg = n ? &dout(head, q0 + i, 0) : nullptr;
-      for (int d = 0; d < n; ++d) qs[d] = scale * qg[d];
+      const E* qg = n ? &q(head, q0 + i, 0) : nullptr;
+      const E* gg = n ? &dout(head, q0 + i, 0) : nullptr;
+      for (int d = 0; d < n; ++d) qs[d] = scale * widen(qg[d]);
       for (int d = n; d < Dp; ++d) qs[d] = 0.0f;
-      for (int d = 0; d < n; ++d) gs[d] = gg[d];
+      for (int d = 0; d < n; ++d) gs[d] = widen(gg[d]);
       for (int d = n; d < Dp; ++d) gs[d] = 0.0f;
       ls(i) = l;
       ds(i) = n ? drow(head, q0 + i) : 0.0f;
@@ -117,11 +118,11 @@ struct AttentionBackwardBase {
       float* kt = &Kt(0, j);
       float* vt = &Vt(0, j);
       const int n = j < kcount ? D : 0;
-      const float* kg = n ? &k(kv_head, k0 + j, 0) : nullptr;
-      const float* vg = n ? &v(kv_head, k0 + j, 0) : nullptr;
-      for (int d = 0; d < n; ++d) kt[d * BK] = kg[d];
+      const E* kg = n ? &k(kv_head, k0 + j, 0) : nullptr;
+      const E* vg = n ? &v(kv_head, k0 + j, 0) : nullptr;
+      for (int d = 0; d < n; ++d) kt[d * BK] = widen(kg[d]);
       for (int d = n; d < Dp; ++d) kt[d * BK] = 0.0f;
-      for (int d = 0; d < n; ++d) vt[d * BK] = vg[d];
+      for (int d = 0; d < n; ++d) vt[d * BK] = widen(vg[d]);
       for (int d = n; d < Dp; ++d) vt[d * BK] = 0.0f;
     });
   }

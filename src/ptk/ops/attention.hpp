@@ -8,7 +8,7 @@
 // fp32, O is rounded once.
 // attention_backward: dQ, dK, dV += the gradients for an upstream dO, from the forward's O and lse (flash-style:
 // the probabilities are rebuilt tile by tile from lse; memory O(B·H·T·D); deterministic, no atomics); a kv head's
-// dK and dV sum its query heads'.
+// dK and dV sum its query heads'. Over E as the forward: every tensor but lse stored as E, each gradient rounded once.
 #include <cmath>
 #include <optional>
 
@@ -60,10 +60,10 @@ AttentionOutputs<Space, E> attention(const Tensor<Space, E>& q, const Tensor<Spa
 // dq, dk, dv (shaped as Q, K, V; any may be undefined: not wanted) += the gradients of attention(q, k, v, scale,
 // causal) for the upstream gradient dout (shaped as Q), given its out and lse. A row with lse = −inf (nothing
 // attended) contributes nothing.
-template <class Space, class Tune = kernels::Tuning<Space>>
-void attention_backward(const Tensor<Space>& dq, const Tensor<Space>& dk, const Tensor<Space>& dv,
-                        const Tensor<Space>& dout, const Tensor<Space>& q, const Tensor<Space>& k,
-                        const Tensor<Space>& v, const Tensor<Space>& out, const Tensor<Space>& lse,
+template <class Space, class Tune = kernels::Tuning<Space>, class E = float>
+void attention_backward(const Tensor<Space, E>& dq, const Tensor<Space, E>& dk, const Tensor<Space, E>& dv,
+                        const Tensor<Space, E>& dout, const Tensor<Space, E>& q, const Tensor<Space, E>& k,
+                        const Tensor<Space, E>& v, const Tensor<Space, E>& out, const Tensor<Space>& lse,
                         std::optional<float> scale = std::nullopt, bool causal = false) {
   const char* op = "attention_backward";
   check_tensor(op, "Q", q, 4, 4);
@@ -83,17 +83,17 @@ void attention_backward(const Tensor<Space>& dq, const Tensor<Space>& dk, const 
           q.shape());
   require(lse.shape() == Shape{B, H, T}, op, ": lse has shape ", lse.shape(), ", expected [B,H,T] = ",
           Shape{B, H, T});
-  const auto grad = [&](const char* name, const Tensor<Space>& g, const Tensor<Space>& like) {
-    if (!g.defined()) return Tensor3<Space>();
+  const auto grad = [&](const char* name, const Tensor<Space, E>& g, const Tensor<Space, E>& like) {
+    if (!g.defined()) return Tensor3Of<Space, E>();
     require(g.shape() == like.shape(), op, ": ", name, " has shape ", g.shape(), ", expected ",
             like.shape());
-    return Tensor3<Space>(g.data(), B * g.dim(1), g.dim(2), g.dim(3));
+    return Tensor3Of<Space, E>(g.data(), B * g.dim(1), g.dim(2), g.dim(3));
   };
   const auto gq = grad("dQ", dq, q), gk = grad("dK", dk, k), gv = grad("dV", dv, v);
-  const auto heads = [&](const Tensor<Space>& t) {
-    return ConstTensor3<Space>(t.data(), B * t.dim(1), t.dim(2), t.dim(3));
+  const auto heads = [&](const Tensor<Space, E>& t) {
+    return ConstTensor3Of<Space, E>(t.data(), B * t.dim(1), t.dim(2), t.dim(3));
   };
-  kernels::attention_backward<Space, Tune>(gq, gk, gv, heads(dout), heads(q), heads(k), heads(v), heads(out),
+  kernels::attention_backward<Space, Tune, E>(gq, gk, gv, heads(dout), heads(q), heads(k), heads(v), heads(out),
                                      ConstMatrix<Space>(lse.data(), B * H, T),
                                      scale.value_or(1.0f / std::sqrt(static_cast<float>(D))), causal);
 }
