@@ -25,40 +25,50 @@ const std::vector<EmbeddingCase> kCases = [] {
   return cases;
 }();
 
-template <class Space, class Tune>
+// E: the element type of the table, out, dtable and dout (f32, bf16, f16); the oracle runs on the stored values, and
+// the backward's sum is rounded once more as it is stored (stored_output).
+template <class Space, class Tune, class E = float>
 void check_embedding(const EmbeddingCase& c) {
   const auto ids = random_ids(c.N, static_cast<int>(c.V), name(c) + "ids");
-  const auto table = uniform(c.V * c.C, -1, 1, name(c) + "table");
-  const auto dout = uniform(c.N * c.C, -1, 1, name(c) + "dout");
-  const auto base = uniform(c.V * c.C, -1, 1, name(c) + "base");
+  auto table = uniform(c.V * c.C, -1, 1, name(c) + "table");
+  auto dout = uniform(c.N * c.C, -1, 1, name(c) + "dout");
+  auto base = uniform(c.V * c.C, -1, 1, name(c) + "base");
+  for (auto* x : {&table, &dout, &base}) round_in_place<E>(*x);
+  const std::string what = std::string(Space::name()) + ' ' + element_name<E>();
   std::vector<float> want(static_cast<std::size_t>(c.N * c.C)), want_dtable = base;
   reference::embedding_forward(want.data(), ids.data(), table.data(), c.N, c.C);
   reference::embedding_backward(want_dtable.data(), dout.data(), ids.data(), c.N, c.V, c.C);
 
   const auto id_view = index_view<Space>(ids);
-  const auto t = Tensor<Space>::from_host({c.V, c.C}, table);
+  const auto t = Tensor<Space, E>::from_host({c.V, c.C}, rounded<E>(table));
   const auto out = ops::embedding<Space>(id_view, t);
-  EXPECT_EQ(out.to_vector(), want) << Space::name() << " forward (a copy: exact)";
+  EXPECT_EQ(values_of(out.to_vector()), want) << what << " forward (a copy: exact)";
 
   std::vector<std::int64_t> count(static_cast<std::size_t>(c.V), 0);
   for (int id : ids) ++count[static_cast<std::size_t>(id)];
-  const auto dtable = Tensor<Space>::from_host({c.V, c.C}, base);
-  ops::embedding_backward<Space>(dtable, Tensor<Space>::from_host({c.N, c.C}, dout), id_view);
-  const auto got = dtable.to_vector();
+  const auto dtable = Tensor<Space, E>::from_host({c.V, c.C}, rounded<E>(base));
+  ops::embedding_backward<Space>(dtable, Tensor<Space, E>::from_host({c.N, c.C}, rounded<E>(dout)), id_view);
+  const auto got = values_of(dtable.to_vector());
   EXPECT_TRUE(all_close(got, want_dtable, {c.V, c.C}, [&](std::size_t i) {
-    return tolerance::embedding_backward(count[i / static_cast<std::size_t>(c.C)]).allowed(want_dtable[i]);
-  })) << Space::name() << " backward";
+    return stored_output<E>(tolerance::embedding_backward(count[i / static_cast<std::size_t>(c.C)])).allowed(want_dtable[i]);
+  })) << what << " backward";
 
   // Deterministic: a second run gives the same bits.
-  const auto again = Tensor<Space>::from_host({c.V, c.C}, base);
-  ops::embedding_backward<Space>(again, Tensor<Space>::from_host({c.N, c.C}, dout), id_view);
-  EXPECT_EQ(again.to_vector(), got) << Space::name() << " backward is not bitwise reproducible";
+  const auto again = Tensor<Space, E>::from_host({c.V, c.C}, rounded<E>(base));
+  ops::embedding_backward<Space>(again, Tensor<Space, E>::from_host({c.N, c.C}, rounded<E>(dout)), id_view);
+  EXPECT_EQ(values_of(again.to_vector()), got) << what << " backward is not bitwise reproducible";
 }
 
 class EmbeddingParity : public ::testing::TestWithParam<EmbeddingCase> {};
 
 TEST_P(EmbeddingParity, ForwardBackward) {
   for_each_space([&](auto space) { check_embedding<typename decltype(space)::type, typename decltype(space)::tune>(GetParam()); });
+}
+
+TEST_P(EmbeddingParity, ForwardBackward16Bit) {
+  for_each_space_16bit([&](auto space, auto e) {
+    check_embedding<typename decltype(space)::type, typename decltype(space)::tune, typename decltype(e)::type>(GetParam());
+  });
 }
 
 INSTANTIATE_TEST_SUITE_P(Sweep, EmbeddingParity, ::testing::ValuesIn(kCases),

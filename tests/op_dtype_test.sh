@@ -5,7 +5,7 @@
 # steps), equal to it rounded to nearest even for at least 99 % of the elements (the rest: ties within fp32's own
 # error), and carry the right dtype in its header. Then the refusals: an input of another dtype, an unknown dtype.
 # The ops written over the element type (softmax, layernorm, rmsnorm, gelu, silu, rope, attention, cross_entropy
-# and its backward here; attention_backward too) run their 16-bit kernels; matmul computes on float32 copies.
+# and its backward, embedding and its backward here; attention_backward too) run their 16-bit kernels; matmul computes on float32 copies.
 # usage: op_dtype_test.sh PTK SOURCE_DIR
 set -u
 ptk=$1
@@ -125,6 +125,16 @@ for dtype in ("f16", "bf16"):
     run("cross_entropy_backward", [lp, f"{d}/t.npy"], [f"{d}/dl.npy"], [], dtype)
     p = np.exp(logits - (ref + logits[np.arange(9), t])[:, None]); p[np.arange(9), t] -= 1
     check("cross_entropy_backward", dtype, read(f"{d}/dl.npy", dtype), p / 9)
+
+    tp, table = store("table", rng.uniform(-1, 1, (11, 40)).astype(np.float32), dtype)
+    ids = rng.integers(0, 11, 57).astype(np.int32); ids[:20] = 3; np.save(f"{d}/ids.npy", ids)
+    run("embedding", [f"{d}/ids.npy", tp], [f"{d}/e.npy"], [], dtype)
+    assert np.array_equal(read(f"{d}/e.npy", dtype), table[ids]), f"embedding {dtype}: not the stored rows"
+    print(f"ok: embedding --set dtype={dtype}: the stored rows, exactly")
+    gp, g = store("g", rng.uniform(-1, 1, (57, 40)).astype(np.float32), dtype)
+    run("embedding_backward", [f"{d}/ids.npy", gp], [f"{d}/dt.npy"], ["vocab=11"], dtype)
+    ref = np.zeros((11, 40)); np.add.at(ref, ids, g)
+    check("embedding_backward", dtype, read(f"{d}/dt.npy", dtype), ref)
 PY
 
 x32="$dir/x32.npy"

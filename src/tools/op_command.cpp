@@ -109,9 +109,9 @@ std::string op_listing() {
        "Every op also takes dtype=f32 (f32, bf16 or f16): its float inputs and outputs are stored so (f16:\n"
        "float16 .npy; bf16: uint16 .npy holding bfloat16 bits; f32 also reads float16), the arithmetic is\n"
        "float32, outputs are rounded to nearest even; losses and log-sum-exps stay float32. softmax,\n"
-       "layernorm, rmsnorm, gelu, silu, cross_entropy, rope, attention and their backward ops run their\n"
-       "kernels on the stored type (norm weights and statistics stay float32); the others on float32\n"
-       "copies of it.\n";
+       "layernorm, rmsnorm, gelu, silu, cross_entropy, rope, attention, embedding and their backward\n"
+       "ops run their kernels on the stored type (norm weights and statistics stay float32); matmul on\n"
+       "float32 copies of it.\n";
   for (const auto& op : op_registry()) {
     std::vector<std::string> inputs, outputs, keys;
     for (const auto& i : op.inputs) inputs.push_back(i.index ? i.name + " (int)" : i.name);

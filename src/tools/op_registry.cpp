@@ -348,7 +348,9 @@ OpEntry spec_silu_backward() {
 OpEntry spec_embedding() {
   return spec({{"ids", true}, {"table"}}, {{"out"}}, {}, [](const auto& c) -> Results {
     using S = SpaceOf<std::decay_t<decltype(c)>>;
-    return {c.host(ops::embedding<S>(c.ids(0), c.in[1], c.inputs.ids[0].shape))};
+    return c.typed([&](auto e) -> Results {
+      return {c.host(ops::embedding<S>(c.ids(0), c.template as<typename decltype(e)::type>(1), c.inputs.ids[0].shape))};
+    });
   });
 }
 
@@ -359,9 +361,12 @@ OpEntry spec_embedding_backward() {
     long long max_id = -1;
     for (auto id : c.inputs.ids[0].data) max_id = std::max<long long>(max_id, id);
     const auto vocab = c.set.integer("vocab", max_id + 1, 1, INT_MAX);
-    Tensor<S> dtable({vocab, c.in[1].dim(-1)}, "ptk::dtable");
-    ops::embedding_backward<S>(dtable, c.in[1], c.ids(0));
-    return {c.host(dtable)};
+    return c.typed([&](auto e) -> Results {
+      using E = typename decltype(e)::type;
+      Tensor<S, E> dtable({vocab, c.in[1].dim(-1)}, "ptk::dtable");
+      ops::embedding_backward<S>(dtable, c.template as<E>(1), c.ids(0));
+      return {c.host(dtable)};
+    });
   });
 }
 
