@@ -57,6 +57,7 @@ void embedding_backward(const MatrixOf<Space, E>& dtable, const Same<ConstMatrix
       "ptk::embedding_backward", Kokkos::TeamPolicy<Space>(vocab, Kokkos::AUTO), KOKKOS_LAMBDA(const Team& team) {
         const int v = team.league_rank();
         const int begin = first(v), end = first(v + 1);
+        if (begin == end) return;  // an id no position has: its row is neither read nor written
         Kokkos::parallel_for(Kokkos::TeamThreadRange(team, (channels + B - 1) / B), [&](int b) {
           const int c0 = b * B, width = channels - c0 < B ? channels - c0 : B;
           float acc[B];
