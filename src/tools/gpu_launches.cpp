@@ -64,7 +64,10 @@ std::map<std::string, std::function<void()>> launch_lines() {
   using Gemm = MatmulRegisterTiled<Host, Gpu>;
   using Wide = WideHeads<Gpu>;
   static_assert(Gpu::attention::level0_head_dim == 64, "the D = 64 lines below assume the narrow tiles");
-  const std::string narrow = "<Kokkos::Cuda, ptk::kernels::GpuTuning", wide = "<Kokkos::Cuda, ptk::kernels::WideHeads";
+  // The f32 instances by their full names (each attention kernel has f32, bf16 and f16 instances, attention_*.hpp);
+  // the 16-bit lines at D = 64 show what the conversions in the tile copies cost.
+  const std::string narrow = "<Kokkos::Cuda, ptk::kernels::GpuTuning<(int)1024>, ",
+                    wide = "<Kokkos::Cuda, ptk::kernels::WideHeads<ptk::kernels::GpuTuning<(int)1024>>, ";
   const auto simple = [](const char* name, const char* symbol, int threads) {
     return [=] { line(name, symbol, threads); };
   };
@@ -78,21 +81,32 @@ std::map<std::string, std::function<void()>> launch_lines() {
        }},
       {"attention_forward",
        [=] {
-         attention_line<AttentionForward<Host, Gpu>>("attention_forward", "AttentionForward" + narrow, 64);
-         attention_line<AttentionForward<Host, Wide>>("attention_forward (wide tiles)", "AttentionForward" + wide, 128);
+         attention_line<AttentionForward<Host, Gpu>>("attention_forward", "AttentionForward" + narrow + "float>", 64);
+         attention_line<AttentionForward<Host, Wide>>("attention_forward (wide tiles)", "AttentionForward" + wide + "float>", 128);
+         for (const char* e : {"bf16", "f16"})
+           attention_line<AttentionForward<Host, Gpu>>(std::string("attention_forward ") + e,
+                                                       "AttentionForward" + narrow + "ptk::" + e + ">", 64);
        }},
       {"attention_backward_kv",
        [=] {
-         attention_line<AttentionBackwardKV<Host, Gpu>>("attention_backward_kv", "AttentionBackwardKV" + narrow, 64);
+         attention_line<AttentionBackwardKV<Host, Gpu>>("attention_backward_kv", "AttentionBackwardKV" + narrow + "float>", 64);
          attention_line<AttentionBackwardKV<Host, Wide>>("attention_backward_kv (wide tiles)",
-                                                         "AttentionBackwardKV" + wide, 128);
+                                                         "AttentionBackwardKV" + wide + "float>", 128);
+         for (const char* e : {"bf16", "f16"})
+           attention_line<AttentionBackwardKV<Host, Gpu>>(std::string("attention_backward_kv ") + e,
+                                                          "AttentionBackwardKV" + narrow + "ptk::" + e + ">", 64);
        }},
       {"attention_backward_q",
        [=] {
-         attention_line<AttentionBackwardQ<Host, Gpu>>("attention_backward_q", "AttentionBackwardQ" + narrow, 64);
-         attention_line<AttentionBackwardQ<Host, Wide>>("attention_backward_q (wide tiles)", "AttentionBackwardQ" + wide, 128);
+         attention_line<AttentionBackwardQ<Host, Gpu>>("attention_backward_q", "AttentionBackwardQ" + narrow + "float>", 64);
+         attention_line<AttentionBackwardQ<Host, Wide>>("attention_backward_q (wide tiles)",
+                                                        "AttentionBackwardQ" + wide + "float>", 128);
+         for (const char* e : {"bf16", "f16"})
+           attention_line<AttentionBackwardQ<Host, Gpu>>(std::string("attention_backward_q ") + e,
+                                                         "AttentionBackwardQ" + narrow + "ptk::" + e + ">", 64);
        }},
-      {"attention_backward_rows", simple("attention_backward_rows", "AttentionBackwardRows", 0)},
+      {"attention_backward_rows",
+       simple("attention_backward_rows", "AttentionBackwardRows<Kokkos::Cuda, ptk::kernels::GpuTuning<(int)1024>, float>", 0)},
       {"decode_attention", [] { decode_attention_line(64); }},
       {"decode_attention_merge", simple("decode_attention_merge", "DecodeAttentionMerge<Kokkos::Cuda", 0)},
       {"softmax_forward", simple("softmax_forward", "SoftmaxForward", row_threads)},
