@@ -161,22 +161,16 @@ void register_attention_backward(std::int64_t T, bool causal) {
   const float scale = 0.125f;
   const auto shape = "B=1,H=12,T=" + std::to_string(T) + ",D=64,causal=" + (causal ? "1" : "0");
   const double flops = 2.5 * 4.0 * B * H * T * T * D * (causal ? 0.5 : 1.0);
-  add("attention_backward", "ptk", shape, Rate::gflops, flops, [=] {
-    const auto q = random_tensor({B * H, T, D}, 9), k = random_tensor({B * H, T, D}, 10),
-               v = random_tensor({B * H, T, D}, 11), dout = random_tensor({B * H, T, D}, 12);
-    const Tensor<Space> out({B * H, T, D}), lse({B * H, T}), dq({B * H, T, D}), dk({B * H, T, D}), dv({B * H, T, D});
-    kernels::attention_forward<Space>(out.batched_matrices(), lse.rows(), q.batched_matrices(), k.batched_matrices(),
-                                      v.batched_matrices(), scale, causal);
-    return std::function<void()>([=] {
-      kernels::attention_backward<Space>(dq.batched_matrices(), dk.batched_matrices(), dv.batched_matrices(),
-                                         dout.batched_matrices(), q.batched_matrices(), k.batched_matrices(),
-                                         v.batched_matrices(), out.batched_matrices(), lse.rows(), scale, causal);
-    });
-  });
-  add("attention_backward", "ptk_bf16", shape, Rate::gflops, flops, [=] {
-    const auto q = random_bf16({B * H, T, D}, 9), k = random_bf16({B * H, T, D}, 10),
-               v = random_bf16({B * H, T, D}, 11), dout = random_bf16({B * H, T, D}, 12);
-    const Tensor<Space, bf16> out({B * H, T, D}), dq({B * H, T, D}), dk({B * H, T, D}), dv({B * H, T, D});
+  // The fused backward over Q, K, V, dO (and O, the gradients) stored as E, its forward run once in setup.
+  const auto fused = [=](auto tag) {
+    using E = typename decltype(tag)::type;
+    const auto random = [](Shape shape, std::uint32_t seed) {
+      if constexpr (std::is_same_v<E, float>) return random_tensor(std::move(shape), seed);
+      else return random_bf16(std::move(shape), seed);
+    };
+    const auto q = random({B * H, T, D}, 9), k = random({B * H, T, D}, 10), v = random({B * H, T, D}, 11),
+               dout = random({B * H, T, D}, 12);
+    const Tensor<Space, E> out({B * H, T, D}), dq({B * H, T, D}), dk({B * H, T, D}), dv({B * H, T, D});
     const Tensor<Space> lse({B * H, T});
     kernels::attention_forward<Space>(out.batched_matrices(), lse.rows(), q.batched_matrices(), k.batched_matrices(),
                                       v.batched_matrices(), scale, causal);
@@ -185,7 +179,9 @@ void register_attention_backward(std::int64_t T, bool causal) {
                                          dout.batched_matrices(), q.batched_matrices(), k.batched_matrices(),
                                          v.batched_matrices(), out.batched_matrices(), lse.rows(), scale, causal);
     });
-  });
+  };
+  add("attention_backward", "ptk", shape, Rate::gflops, flops, [=] { return fused(TypeTag<float>{}); });
+  add("attention_backward", "ptk_bf16", shape, Rate::gflops, flops, [=] { return fused(TypeTag<bf16>{}); });
   add("attention_backward", "ptk_composed", shape, Rate::gflops, flops, [=] {
     const auto q = random_tensor({B * H, T, D}, 9), k = random_tensor({B * H, T, D}, 10),
                v = random_tensor({B * H, T, D}, 11), dout = random_tensor({B * H, T, D}, 12);

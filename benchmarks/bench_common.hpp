@@ -44,6 +44,12 @@ inline Tensor<Space> random_tensor(Shape shape, std::uint32_t seed, float lo = -
   return t;
 }
 
+// A type passed as a value, for generic lambdas over the element type.
+template <class T>
+struct TypeTag {
+  using type = T;
+};
+
 // The same values rounded to bf16: the input of a row op's `ptk_bf16` impl, which runs the kernel over bf16 X and Y.
 // Such an impl is credited with the f32 impl's bytes, so that its rate over `ptk`'s is the speedup of storing bf16.
 inline Tensor<Space, bf16> random_bf16(Shape shape, std::uint32_t seed, float lo = -1, float hi = 1) {

@@ -116,21 +116,28 @@ void check_attention(const AttentionCase& c, std::vector<float> q, std::vector<f
 
 class AttentionParity : public ::testing::TestWithParam<AttentionCase> {};
 
+// A case's random Q, K, V and dO in [-1, 1], seeded by its name.
+struct AttentionInputs {
+  std::vector<float> q, k, v, dout;
+};
+AttentionInputs random_inputs(const AttentionCase& c) {
+  return {uniform(c.B * c.H * c.T * c.D, -1, 1, name(c) + "q"), uniform(c.B * c.Hkv() * c.S * c.D, -1, 1, name(c) + "k"),
+          uniform(c.B * c.Hkv() * c.S * c.D, -1, 1, name(c) + "v"), uniform(c.B * c.H * c.T * c.D, -1, 1, name(c) + "do")};
+}
+
 TEST_P(AttentionParity, Forward) {
   const auto& c = GetParam();
-  const auto q = uniform(c.B * c.H * c.T * c.D, -1, 1, name(c) + "q");
-  const auto k = uniform(c.B * c.Hkv() * c.S * c.D, -1, 1, name(c) + "k");
-  const auto v = uniform(c.B * c.Hkv() * c.S * c.D, -1, 1, name(c) + "v");
-  for_each_space([&](auto space) { check_attention<typename decltype(space)::type, typename decltype(space)::tune>(c, q, k, v); });
+  const auto in = random_inputs(c);
+  for_each_space([&](auto space) {
+    check_attention<typename decltype(space)::type, typename decltype(space)::tune>(c, in.q, in.k, in.v);
+  });
 }
 
 TEST_P(AttentionParity, Forward16Bit) {
   const auto& c = GetParam();
-  const auto q = uniform(c.B * c.H * c.T * c.D, -1, 1, name(c) + "q");
-  const auto k = uniform(c.B * c.Hkv() * c.S * c.D, -1, 1, name(c) + "k");
-  const auto v = uniform(c.B * c.Hkv() * c.S * c.D, -1, 1, name(c) + "v");
+  const auto in = random_inputs(c);
   for_each_space_16bit([&](auto space, auto e) {
-    check_attention<typename decltype(space)::type, typename decltype(space)::tune, typename decltype(e)::type>(c, q, k, v);
+    check_attention<typename decltype(space)::type, typename decltype(space)::tune, typename decltype(e)::type>(c, in.q, in.k, in.v);
   });
 }
 
@@ -285,22 +292,18 @@ class AttentionBackwardParity : public ::testing::TestWithParam<AttentionCase> {
 
 TEST_P(AttentionBackwardParity, Backward) {
   const auto& c = GetParam();
-  const auto q = uniform(c.B * c.H * c.T * c.D, -1, 1, name(c) + "q");
-  const auto k = uniform(c.B * c.Hkv() * c.S * c.D, -1, 1, name(c) + "k");
-  const auto v = uniform(c.B * c.Hkv() * c.S * c.D, -1, 1, name(c) + "v");
-  const auto dout = uniform(c.B * c.H * c.T * c.D, -1, 1, name(c) + "do");
-  for_each_space([&](auto space) { check_attention_backward<typename decltype(space)::type, typename decltype(space)::tune>(c, q, k, v, dout); });
+  const auto in = random_inputs(c);
+  for_each_space([&](auto space) {
+    check_attention_backward<typename decltype(space)::type, typename decltype(space)::tune>(c, in.q, in.k, in.v, in.dout);
+  });
 }
 
 TEST_P(AttentionBackwardParity, Backward16Bit) {
   const auto& c = GetParam();
-  const auto q = uniform(c.B * c.H * c.T * c.D, -1, 1, name(c) + "q");
-  const auto k = uniform(c.B * c.Hkv() * c.S * c.D, -1, 1, name(c) + "k");
-  const auto v = uniform(c.B * c.Hkv() * c.S * c.D, -1, 1, name(c) + "v");
-  const auto dout = uniform(c.B * c.H * c.T * c.D, -1, 1, name(c) + "do");
+  const auto in = random_inputs(c);
   for_each_space_16bit([&](auto space, auto e) {
     check_attention_backward<typename decltype(space)::type, typename decltype(space)::tune, typename decltype(e)::type>(
-        c, q, k, v, dout);
+        c, in.q, in.k, in.v, in.dout);
   });
 }
 
