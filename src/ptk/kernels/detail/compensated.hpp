@@ -207,9 +207,10 @@ KOKKOS_INLINE_FUNCTION CompensatedPair lane_sum2_map(int begin, int end, int v, 
         p1[l] += t1[l];
         p2[l] += t2[l];
       }
-      // After the sums, so that store_block's branch does not split each term from its add: the
-      // compiler contracts x * x + p into an FMA only within one block, and lane_sum (the same sums
-      // for a team's first row) gets the FMA; bitwise equal sums need both the same.
+      // After the sums, so that store_block's branch does not split each term from its add: g++ contracted
+      // x * x + p into an FMA only within one block, and lane_sum (the same sums for a team's first row) got
+      // the FMA. The row ops' units are now compiled without contraction (src/CMakeLists.txt), which makes
+      // the sums bitwise equal whatever the blocks; the order stays, as it costs nothing.
       store_block<Traits>(y + b + v, o, streaming);
     }
     kahan_add(s1, c1, p1);
