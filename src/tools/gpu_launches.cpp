@@ -44,6 +44,17 @@ void attention_line(const std::string& name, const std::string& symbol, int D) {
   line(name + " D=" + std::to_string(D), symbol, Gpu::attention::team_size, level0 ? bytes : 0, level0 ? 0 : bytes);
 }
 
+// One attention kernel's lines: its f32 instance at D = 64 (narrow tiles) and 128 (wide tiles), and its bf16 and f16
+// instances at D = 64, each by its full instance name (the scratch is fp32 in every type, so one size serves).
+template <class Narrow, class Wide>
+void attention_lines(const std::string& name, const std::string& kernel) {
+  const std::string narrow = kernel + "<Kokkos::Cuda, ptk::kernels::GpuTuning<(int)1024>, ",
+                    wide = kernel + "<Kokkos::Cuda, ptk::kernels::WideHeads<ptk::kernels::GpuTuning<(int)1024>>, ";
+  attention_line<Narrow>(name, narrow + "float>", 64);
+  attention_line<Wide>(name + " (wide tiles)", wide + "float>", 128);
+  for (const char* e : {"bf16", "f16"}) attention_line<Narrow>(name + " " + e, narrow + "ptk::" + e + ">", 64);
+}
+
 // Decode attention at its longest chunk (a long context): a team of team_size x vector_length threads per
 // (batch, kv head, chunk), its query rows and scores in scratch at Tune::decode_attention::scratch_level.
 // One line per cache type (f32, and f16 for the 16-bit caches: bf16's instance reads the same way).
@@ -64,10 +75,6 @@ std::map<std::string, std::function<void()>> launch_lines() {
   using Gemm = MatmulRegisterTiled<Host, Gpu>;
   using Wide = WideHeads<Gpu>;
   static_assert(Gpu::attention::level0_head_dim == 64, "the D = 64 lines below assume the narrow tiles");
-  // The f32 instances by their full names (each attention kernel has f32, bf16 and f16 instances, attention_*.hpp);
-  // the 16-bit lines at D = 64 show what the conversions in the tile copies cost.
-  const std::string narrow = "<Kokkos::Cuda, ptk::kernels::GpuTuning<(int)1024>, ",
-                    wide = "<Kokkos::Cuda, ptk::kernels::WideHeads<ptk::kernels::GpuTuning<(int)1024>>, ";
   const auto simple = [](const char* name, const char* symbol, int threads) {
     return [=] { line(name, symbol, threads); };
   };
@@ -80,30 +87,16 @@ std::map<std::string, std::function<void()>> launch_lines() {
          line("matmul f32 x bf16", gemm + "float, ptk::bf16>", Gemm::threads, Gemm::scratch_bytes());
        }},
       {"attention_forward",
-       [=] {
-         attention_line<AttentionForward<Host, Gpu>>("attention_forward", "AttentionForward" + narrow + "float>", 64);
-         attention_line<AttentionForward<Host, Wide>>("attention_forward (wide tiles)", "AttentionForward" + wide + "float>", 128);
-         for (const char* e : {"bf16", "f16"})
-           attention_line<AttentionForward<Host, Gpu>>(std::string("attention_forward ") + e,
-                                                       "AttentionForward" + narrow + "ptk::" + e + ">", 64);
-       }},
+       [] { attention_lines<AttentionForward<Host, Gpu>, AttentionForward<Host, Wide>>("attention_forward", "AttentionForward"); }},
       {"attention_backward_kv",
-       [=] {
-         attention_line<AttentionBackwardKV<Host, Gpu>>("attention_backward_kv", "AttentionBackwardKV" + narrow + "float>", 64);
-         attention_line<AttentionBackwardKV<Host, Wide>>("attention_backward_kv (wide tiles)",
-                                                         "AttentionBackwardKV" + wide + "float>", 128);
-         for (const char* e : {"bf16", "f16"})
-           attention_line<AttentionBackwardKV<Host, Gpu>>(std::string("attention_backward_kv ") + e,
-                                                          "AttentionBackwardKV" + narrow + "ptk::" + e + ">", 64);
+       [] {
+         attention_lines<AttentionBackwardKV<Host, Gpu>, AttentionBackwardKV<Host, Wide>>("attention_backward_kv",
+                                                                                          "AttentionBackwardKV");
        }},
       {"attention_backward_q",
-       [=] {
-         attention_line<AttentionBackwardQ<Host, Gpu>>("attention_backward_q", "AttentionBackwardQ" + narrow + "float>", 64);
-         attention_line<AttentionBackwardQ<Host, Wide>>("attention_backward_q (wide tiles)",
-                                                        "AttentionBackwardQ" + wide + "float>", 128);
-         for (const char* e : {"bf16", "f16"})
-           attention_line<AttentionBackwardQ<Host, Gpu>>(std::string("attention_backward_q ") + e,
-                                                         "AttentionBackwardQ" + narrow + "ptk::" + e + ">", 64);
+       [] {
+         attention_lines<AttentionBackwardQ<Host, Gpu>, AttentionBackwardQ<Host, Wide>>("attention_backward_q",
+                                                                                        "AttentionBackwardQ");
        }},
       {"attention_backward_rows",
        simple("attention_backward_rows", "AttentionBackwardRows<Kokkos::Cuda, ptk::kernels::GpuTuning<(int)1024>, float>", 0)},
