@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 
 #include "parity.hpp"
 #include "ptk/kernels/matmul_decode.hpp"
@@ -11,6 +12,7 @@
 #include "ptk/ops/linear.hpp"
 #include "ptk/ops/matmul.hpp"
 #include "ptk/reference/matmul.hpp"
+#include "ptk/reference/quantize_activations.hpp"
 
 namespace ptk::test {
 namespace {
@@ -104,11 +106,23 @@ TEST(MatmulDecode, KBlockedSweep) {
       }
 }
 
+// The oracle's y = x̂ · Wᵀ on W's stored values (to_f32 of W, exact), in double: x̂ = x, or for quantize_x x quantized
+// per block of 32 as the decode kernel multiplies it against q8_0 and q4_0 weights (reference/quantize_activations.hpp).
+std::vector<float> stored_oracle(const std::vector<float>& x, const std::vector<float>& stored, std::int64_t M,
+                                 std::int64_t N, std::int64_t K, bool quantize_x) {
+  const auto xs = quantize_x ? reference::quantize_activations(x.data(), M, K) : std::vector<double>(x.begin(), x.end());
+  const std::vector<double> ws(stored.begin(), stored.end());
+  std::vector<double> y(static_cast<std::size_t>(M * N));
+  reference::matmul_forward(y.data(), xs.data(), ws.data(), 1, M, N, K, false, true, false, false);
+  return std::vector<float>(y.begin(), y.end());
+}
+
 // W stored as bf16, f16, q8_0 or q4_0 (ops::convert on the device): the kernel against the oracle applied to the
-// stored values (to_f32 of W, exact), so that the test checks the kernel, not the rounding of W; the tolerance
-// is fp32's for a K-long product, as W's values are read exactly and accumulated in fp32. K runs over odd
-// lengths for the 16-bit types, and over whole blocks (1, 3, 17, 128 of them) for the quantized ones. The
-// rounding of W itself (against the f32 weights) is reported in docs/tolerances.md, from QuantizationError below.
+// stored values and, for q8_0 and q4_0, to x quantized as the kernel quantizes it, so that the test checks the
+// kernel, not the rounding of W or x; the tolerance is fp32's for a K-long product (W's values and x's integers are
+// read exactly and accumulated in fp32). K runs over odd lengths for the 16-bit types, and over whole blocks (1, 3,
+// 17, 128 of them: the host's two-block steps and a last single block) for the quantized ones. The rounding of W and
+// x itself (against f32) is reported in docs/tolerances.md, from QuantizationError below.
 template <class E>
 void check_decode_stored() {
   const std::vector<std::int64_t> Ks = is_quantized_v<E> ? std::vector<std::int64_t>{32, 96, 544, 4096}
@@ -122,9 +136,7 @@ void check_decode_stored() {
           const auto name = case_name(M, N, K) + dtype_name(Element<E>::dtype);
           const auto x = uniform(M * K, -1, 1, name + "x"), w = uniform(N * K, -1, 1, name + "w");
           const auto W = ops::convert<E>(Tensor<Space>::from_host({N, K}, w));
-          const auto stored = ops::to_f32(W).to_vector();
-          std::vector<float> want(static_cast<std::size_t>(M * N));
-          reference::matmul_forward(want.data(), x.data(), stored.data(), 1, M, N, K, false, true, false, false);
+          const auto want = stored_oracle(x, ops::to_f32(W).to_vector(), M, N, K, is_quantized_v<E>);
           const auto X = Tensor<Space>::from_host({M, K}, x);
           const Tensor<Space> Y({M, N});
           kernels::matmul_decode<Space, Tune, E>(Y.rows(), X.rows(), W.rows());
@@ -137,8 +149,75 @@ TEST(MatmulDecode, F16Weights) { check_decode_stored<f16>(); }
 TEST(MatmulDecode, Q8_0Weights) { check_decode_stored<q8_0>(); }
 TEST(MatmulDecode, Q4_0Weights) { check_decode_stored<q4_0>(); }
 
-// ops::linear with W stored as E: the decode kernel for <= 8 rows; for more, the GEMM over W as stored (bf16, f16)
-// or on to_f32(W) (q8_0, q4_0); with and without a bias, against the oracle on the stored values; and its refusals.
+// The host's AVX-512 VNNI path (vpdpbusd over two blocks a step) against the portable integer loop with the same
+// lanes (a tuning with int8_simd off), bit for bit: both form the same integers and the same fp32 operations in the
+// same order. K of 1 to 129 blocks: odd counts end on a single block, which the portable loop takes.
+struct PortableInt8 : kernels::HostDecode {
+  static constexpr bool int8_simd = false;
+};
+
+TEST(MatmulDecode, QuantizedVnniEqualsPortable) {
+#if !defined(PTK_HOST_VNNI)
+  GTEST_SKIP() << "this build has no AVX-512 VNNI path (the host runs the portable loop only)";
+#else
+  using S = Kokkos::DefaultHostExecutionSpace;
+  const auto run = [](auto e) {
+    using E = decltype(e);
+    for (std::int64_t M : {1, 2, 3, 8})
+      for (std::int64_t N : {1, 17, 40})
+        for (std::int64_t K : {32, 64, 96, 544, 4128}) {
+          const auto name = case_name(M, N, K) + dtype_name(Element<E>::dtype) + " vnni";
+          const auto X = Tensor<S>::from_host({M, K}, uniform(M * K, -3, 3, name + "x"));
+          const auto W = ops::convert<E>(Tensor<S>::from_host({N, K}, uniform(N * K, -2, 2, name + "w")));
+          const Tensor<S> fast({M, N}), portable({M, N});
+          kernels::matmul_decode<S, DecodeTune<kernels::HostDecode>, E>(fast.rows(), X.rows(), W.rows());
+          kernels::matmul_decode<S, DecodeTune<PortableInt8>, E>(portable.rows(), X.rows(), W.rows());
+          EXPECT_TRUE(all_close(fast.to_vector(), portable.to_vector(), {M, N}, Tolerance{0, 0})) << name;
+        }
+  };
+  run(q8_0{});
+  run(q4_0{});
+#endif
+}
+
+// x's blocks at the edges, for q8_0 and q4_0 weights, in every space and tuning: a NaN or an infinity makes its row
+// NaN (its block's scale is NaN); a block of zeros, one of denormals (scale 0 or a denormal one, whose x / d is
+// clamped to ±127) and one of huge values are finite and match the oracle on x quantized the same way.
+TEST(MatmulDecode, QuantizedEdgeValues) {
+  const auto run = [](auto e) {
+    using E = decltype(e);
+    const std::int64_t M = 4, N = 33, K = 128;
+    auto x = uniform(M * K, -1, 1, "edge x");
+    x[5] = std::nanf("");                        // row 0
+    x[K + 70] = -std::numeric_limits<float>::infinity();  // row 1
+    for (int k = 0; k < 32; ++k) x[2 * K + k] = 0.0f, x[2 * K + 32 + k] = 1e-40f * (k - 16), x[3 * K + k] = 3e30f * (k % 2 ? 1 : -1);
+    for_each_space([&](auto space) {
+      using Space = typename decltype(space)::type;
+      using Tune = typename decltype(space)::tune;
+      const auto W = ops::convert<E>(Tensor<Space>::from_host({N, K}, uniform(N * K, -1, 1, "edge w")));
+      const Tensor<Space> Y({M, N});
+      kernels::matmul_decode<Space, Tune, E>(Y.rows(), Tensor<Space>::from_host({M, K}, x).rows(), W.rows());
+      const auto y = Y.to_vector();
+      const auto stored = ops::to_f32(W).to_vector();
+      const auto xs = reference::quantize_activations(x.data(), M, K);
+      for (std::int64_t n = 0; n < N; ++n) {
+        EXPECT_TRUE(std::isnan(y[n]) && std::isnan(y[N + n])) << Space::name() << " column " << n;
+        for (std::int64_t r = 2; r < M; ++r) {
+          double want = 0, mag = 0;
+          for (std::int64_t k = 0; k < K; ++k)
+            want += xs[r * K + k] * stored[n * K + k], mag += std::fabs(xs[r * K + k] * stored[n * K + k]);
+          EXPECT_NEAR(y[r * N + n], want, 2 * tolerance::u * K * mag) << Space::name() << " row " << r << " column " << n;
+        }
+      }
+    });
+  };
+  run(q8_0{});
+  run(q4_0{});
+}
+
+// ops::linear with W stored as E: the decode kernel for <= 8 rows (x quantized for q8_0 and q4_0); for more, the GEMM
+// over W as stored (bf16, f16) or on to_f32(W) (q8_0, q4_0, x as it is); with and without a bias, against the oracle
+// on the stored values; and its refusals.
 TEST(Linear, StoredWeights) {
   const auto run = [](auto e) {
     using E = decltype(e);
@@ -152,9 +231,8 @@ TEST(Linear, StoredWeights) {
           const auto x = uniform(M * K, -1, 1, name + "x"), w = uniform(N * K, -1, 1, name + "w");
           const auto b = uniform(N, -1, 1, name + "b");
           const auto W = ops::convert<E>(Tensor<Space>::from_host({N, K}, w));
-          const auto stored = ops::to_f32(W).to_vector();
-          std::vector<float> want(static_cast<std::size_t>(M * N));
-          reference::matmul_forward(want.data(), x.data(), stored.data(), 1, M, N, K, false, true, false, false);
+          auto want = stored_oracle(x, ops::to_f32(W).to_vector(), M, N, K,
+                                    is_quantized_v<E> && M <= kernels::decode_max_rows);
           for (std::size_t i = 0; i < want.size(); ++i)
             want[i] = static_cast<float>(double(want[i]) + (with_bias ? double(b[i % N]) : 0.0));
           const auto B = with_bias ? Tensor<Space>::from_host({N}, b) : Tensor<Space>();

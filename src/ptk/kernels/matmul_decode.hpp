@@ -1,8 +1,9 @@
 #pragma once
 // matmul_decode: y[R,N] = alpha · x[R,K] · W[N,K]ᵀ + beta · y for a few rows R <= decode_max_rows (a decode
 // step: one token's activations a row of x, W a linear layer's weight [out, in]); beta = 0 only writes y.
-// W's element type E is any of dtype.hpp's (f32, bf16, f16, q8_0, q4_0), read as float (detail/load.hpp) into
-// the same fp32 FMA chains: the product is bound by W's bytes, so fewer bytes a weight is less time.
+// W's element type E is f32, bf16 or f16, read as float (detail/load.hpp) into the same fp32 FMA chains (the
+// product is bound by W's bytes, so fewer bytes a weight is less time), or q8_0 or q4_0, multiplied as integers by
+// x quantized to int8 per block (matmul_decode_quantized.hpp).
 #include <Kokkos_Core.hpp>
 
 #include <cstddef>
@@ -13,6 +14,7 @@
 #include "ptk/kernels/detail/compensated.hpp"
 #include "ptk/kernels/detail/load.hpp"
 #include "ptk/kernels/detail/memory_hints.hpp"
+#include "ptk/kernels/matmul_decode_quantized.hpp"
 #include "ptk/kernels/tuning.hpp"
 
 namespace ptk::kernels {
@@ -29,35 +31,6 @@ struct RowDots {
   }
 };
 
-// Whether a thread with one vector lane steps over W's blocks whole (quantized E, two chunks of L = 16 lanes a
-// block): the block's scale then multiplies the sum of its 32 products once, instead of each of its 32 values.
-template <class E, int L, int V>
-inline constexpr bool block_steps = is_quantized_v<E> && V == 1 && 2 * L == quant_block;
-
-// lane_accumulate for block_steps: lane l of pair (r, j) adds d_j · (x[r, b + l] · q_j[b + l] + x[r, b + L + l] ·
-// q_j[b + L + l]) for each block b in [begin, end) (multiples of 32), q_j the block's integers.
-template <int R, int J, class Traits, class E>
-KOKKOS_FORCEINLINE_FUNCTION void lane_accumulate_blocks(float (&acc)[R * J][Traits::lanes], const float* x,
-                                                        std::size_t ldx, const E* w, std::size_t ldw, int begin, int end) {
-  constexpr int L = Traits::lanes;
-  for (int b = begin; b < end; b += quant_block) {
-    float lo[J][L], hi[J][L], d[J];
-    PTK_UNROLL_NEST
-    for (int j = 0; j < J; ++j) {
-      const E* wj = w + j * ldw;
-      prefetch_items<Traits, quant_block>(wj, b);
-      d[j] = load_block_integers(wj[b / quant_block], lo[j], hi[j]);
-    }
-    PTK_UNROLL_NEST
-    for (int r = 0; r < R; ++r) {
-      const float* xr = x + r * ldx + b;
-      PTK_UNROLL_NEST
-      for (int j = 0; j < J; ++j)
-        for (int l = 0; l < L; ++l) acc[r * J + j][l] += d[j] * (xr[l] * lo[j][l] + xr[L + l] * hi[j][l]);
-    }
-  }
-}
-
 // The partial sums of R x rows against J rows of W over the k of vector lane v (Tune::decode in
 // tuning.hpp): lane (l, v) of pair (r, j) (at acc[r·J + j][l]) sums x[r,k] · w[j,k] over
 // k = b + l·V + v for the blocks b in [begin, end), in order. Each block loads L values of every W
@@ -67,10 +40,6 @@ template <int R, int J, class Traits, class E>
 KOKKOS_FORCEINLINE_FUNCTION void lane_accumulate(float (&acc)[R * J][Traits::lanes], const float* x, std::size_t ldx,
                                             const E* w, std::size_t ldw, int begin, int end, int v) {
   constexpr int L = Traits::lanes, V = Traits::vector_length, W = L * V;
-  if constexpr (block_steps<E, L, V>) {
-    lane_accumulate_blocks<R, J, Traits>(acc, x, ldx, w, ldw, begin, end);
-    return;
-  }
   for (int b = begin; b < end; b += W) {
     float wv[J][L];
     PTK_UNROLL_NEST
@@ -117,26 +86,22 @@ KOKKOS_INLINE_FUNCTION RowDots<R * J> lane_dots(const float* x, std::size_t ldx,
   constexpr int L = Traits::lanes, V = Traits::vector_length, W = L * V;
   float acc[R * J][L] = {};
   const int full = K / W * W;
-  if constexpr (block_steps<E, L, V>) {
-    lane_accumulate_blocks<R, J, Traits>(acc, x, ldx, w, ldw, 0, full);
-  } else {
-    // The loop of lane_accumulate written out here: handing `acc` to it by reference made g++ keep the R = 8,
-    // J = 2 sums on the stack (M = 8 at 4096 x 4096: 2.93 ms against 2.49 written out).
-    for (int b = 0; b < full; b += W) {
-      float wv[J][L];
+  // The loop of lane_accumulate written out here: handing `acc` to it by reference made g++ keep the R = 8,
+  // J = 2 sums on the stack (M = 8 at 4096 x 4096: 2.93 ms against 2.49 written out).
+  for (int b = 0; b < full; b += W) {
+    float wv[J][L];
+    PTK_UNROLL_NEST
+    for (int j = 0; j < J; ++j) {
+      const E* wj = w + j * ldw;
+      prefetch_items<Traits, W>(wj, b);
+      load_lanes<L, V>(wj, b, v, wv[j]);
+    }
+    PTK_UNROLL_NEST
+    for (int r = 0; r < R; ++r) {
+      const float* xr = x + r * ldx + b + v;
       PTK_UNROLL_NEST
-      for (int j = 0; j < J; ++j) {
-        const E* wj = w + j * ldw;
-        prefetch_items<Traits, W>(wj, b);
-        load_lanes<L, V>(wj, b, v, wv[j]);
-      }
-      PTK_UNROLL_NEST
-      for (int r = 0; r < R; ++r) {
-        const float* xr = x + r * ldx + b + v;
-        PTK_UNROLL_NEST
-        for (int j = 0; j < J; ++j)
-          for (int l = 0; l < L; ++l) acc[r * J + j][l] += xr[l * V] * wv[j][l];
-      }
+      for (int j = 0; j < J; ++j)
+        for (int l = 0; l < L; ++l) acc[r * J + j][l] += xr[l * V] * wv[j][l];
     }
   }
   return lane_finish<R, J, Traits>(acc, x, ldx, w, ldw, full, K, v);
@@ -147,12 +112,29 @@ struct MatmulDecode {
   using Team = typename Kokkos::TeamPolicy<Space>::member_type;
   using Traits = typename Tune::decode;
   static constexpr int J = Traits::w_rows(R);  // W rows a thread takes together
-  static constexpr int KBlock = Traits::k_block(R);  // 0: each group of W rows in one sweep over K
+  // 0: each group of W rows in one sweep over K (quantized W always: x's integers and scales are 3 bytes a value)
+  static constexpr int KBlock = is_quantized_v<E> ? 0 : Traits::k_block(R);
   Matrix<Space> y;       // [R, N]
   ConstMatrix<Space> x;  // [R, K]
   ConstMatrixOf<Space, E> w;  // [N, K] values: [N, K / block] items
   float alpha, beta;
   ConstVector<Space> bias;  // [N], added to every row (a linear layer's bias), or empty
+  QuantizedRows<Space> xq;  // x quantized, for quantized E (else empty)
+
+  // The dots of W rows n .. n + Jn of vector lane v.
+  template <int Jn>
+  KOKKOS_INLINE_FUNCTION RowDots<R * Jn> dots_of(int n, int v) const {
+    if constexpr (is_quantized_v<E>) {
+      float acc[R * Jn][Traits::lanes] = {};
+      const QuantizedRowsRef ref{xq.q.data(), xq.scale.data(), xq.offset.data(), xq.q.extent(1), xq.scale.extent(1)};
+      quantized_lane_sums<R, Jn, Traits>(acc, ref, &w(n, 0), w.extent(1), static_cast<int>(xq.scale.extent(1)), v);
+      RowDots<R * Jn> dots;
+      for (int i = 0; i < R * Jn; ++i) dots.v[i] = tree_sum(acc[i]);
+      return dots;
+    } else {
+      return lane_dots<R, Jn, Traits, E>(x.data(), x.extent(1), &w(n, 0), w.extent(1), static_cast<int>(x.extent(1)), v);
+    }
+  }
 
   // y[r, n .. n + Jn) = alpha · dots[r·Jn + j] (+ bias[n + j]) (+ beta · y).
   template <int Jn>
@@ -167,13 +149,10 @@ struct MatmulDecode {
   // y[r, n .. n + Jn) from the dots of W rows n .. n + Jn.
   template <int Jn>
   KOKKOS_INLINE_FUNCTION void rows(const Team& team, int n) const {
-    const int K = static_cast<int>(x.extent(1));
     RowDots<R * Jn> dots;
     Kokkos::parallel_reduce(
         Kokkos::ThreadVectorRange(team, Traits::vector_length),
-        [&](int v, RowDots<R * Jn>& total) {
-          total.merge(lane_dots<R, Jn, Traits, E>(x.data(), x.extent(1), &w(n, 0), w.extent(1), K, v));
-        },
+        [&](int v, RowDots<R * Jn>& total) { total.merge(this->template dots_of<Jn>(n, v)); },
         Merge<RowDots<R * Jn>>(dots));
     // Written out rather than store<Jn>(dots, n): handing `dots` on by reference made g++ keep the
     // R = 8, J = 2 sums on the stack (docs/benchmarks.md, "Tuning choices").
@@ -257,12 +236,15 @@ void matmul_decode_rows(const Matrix<Space>& y, const ConstMatrix<Space>& x, con
   using Policy = Kokkos::TeamPolicy<Space, Kokkos::Schedule<Kokkos::Dynamic>>;
   const int N = static_cast<int>(w.extent(0));
   const int league = (N + Traits::rows_per_team - 1) / Traits::rows_per_team;
+  QuantizedRows<Space> xq;
+  if constexpr (is_quantized_v<E>) xq = quantize_rows<Space, E>(x);
   Kokkos::parallel_for("ptk::matmul_decode", Policy(league, Traits::team_size, Traits::vector_length),
-                       MatmulDecode<R, Space, Tune, E>{y, x, w, alpha, beta, bias});
+                       MatmulDecode<R, Space, Tune, E>{y, x, w, alpha, beta, bias, xq});
 }
 
 // y = alpha · x · wᵀ + bias + beta · y for x [R, K] with 1 <= R <= decode_max_rows, w [N, K] values of E (for q8_0
-// and q4_0 K a multiple of 32, w's extent K / 32 blocks), y [R, N], bias [N] or empty (the caller checks shapes).
+// and q4_0 K a multiple of 32, w's extent K / 32 blocks, and x quantized to int8 blocks first: two launches), y [R, N],
+// bias [N] or empty (the caller checks shapes).
 // The accumulators are sized at compile time, one instantiation per R. The bias rides along in the store: a
 // decode step's launches cost more than its arithmetic. E is named, not deduced (w converts from a non-const View).
 template <class Space, class Tune = Tuning<Space>, class E = float>

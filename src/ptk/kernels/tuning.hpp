@@ -123,6 +123,7 @@ struct HostDecode {
   static constexpr int w_rows(int R) { return R == 1 ? 4 : R == 8 ? 2 : 1; }
   static constexpr int k_block(int R) { return R <= 2 || R == 8 ? 0 : 512; }
   static constexpr int prefetch_distance = 1024;  // floats ahead of each W row (4 KB), as the row ops
+  static constexpr bool int8_simd = true;  // quantized W: vpdpbusd where the build has AVX-512 VNNI
 };
 
 struct GpuDecode {
@@ -134,6 +135,7 @@ struct GpuDecode {
   static constexpr int w_rows(int) { return 1; }
   static constexpr int k_block(int) { return 0; }
   static constexpr int prefetch_distance = 0;
+  static constexpr bool int8_simd = false;  // the portable integer loop (a dp4a route is not written yet)
 };
 
 // ---- Attention (attention_forward.hpp, attention_backward.hpp) --------------------------------------

@@ -9,9 +9,9 @@
 #include "ptk/core/dtype.hpp"
 #include "ptk/kernels/detail/memory_hints.hpp"
 
-// g++ leaves the portable loops below scalar for f16, q8_0 and q4_0 (16 int-to-float conversions and, for f16,
-// a branchy decode each): a host compiler with AVX-512 (PTK_HOST_AVX512, memory_hints.hpp) takes 16 values in a few
-// vector instructions instead (f16 was 15x and q8_0 7x slower than bf16 before).
+// g++ leaves the portable loops below scalar for f16 (a branchy decode a value): a host compiler with AVX-512
+// (PTK_HOST_AVX512, memory_hints.hpp) converts 16 values with one instruction instead (f16 was 15x slower than bf16
+// before). The decode matmul over q8_0 and q4_0 weights multiplies integers instead (matmul_decode_quantized.hpp).
 
 namespace ptk::kernels {
 
@@ -48,25 +48,8 @@ KOKKOS_FORCEINLINE_FUNCTION void load_lanes_portable(const E* row, int b, int v,
   }
 }
 
-// A block's scale, returned, and its 32 integers as floats: lo[l] = q[l], hi[l] = q[L + l] (L = 16), in portable code.
-template <int L, class E>
-KOKKOS_FORCEINLINE_FUNCTION float load_block_integers_portable(const E& blk, float (&lo)[L], float (&hi)[L]) {
-  static_assert(2 * L == quant_block, "two halves of a block");
-  for (int l = 0; l < L; ++l) {
-    if constexpr (std::is_same_v<E, q8_0>) {
-      lo[l] = static_cast<float>(blk.qs[l]);
-      hi[l] = static_cast<float>(blk.qs[L + l]);
-    } else {
-      lo[l] = static_cast<float>((blk.qs[l] & 0x0f) - 8);
-      hi[l] = static_cast<float>((blk.qs[l] >> 4) - 8);
-    }
-  }
-  return to_float(blk.d);
-}
-
 // load_lanes_portable's values, the same bits, through the host's vector instructions where it has them: 16 f16
-// lanes of one vector lane (the host tunings' decode). Quantized weights on the host step over whole blocks
-// instead (load_block_integers).
+// lanes of one vector lane (the host tunings' decode).
 template <int L, int V, class E>
 KOKKOS_FORCEINLINE_FUNCTION void load_lanes(const E* row, int b, int v, float (&out)[L]) {
 #if defined(PTK_HOST_AVX512)
@@ -76,29 +59,6 @@ KOKKOS_FORCEINLINE_FUNCTION void load_lanes(const E* row, int b, int v, float (&
   }
 #endif
   load_lanes_portable<L, V>(row, b, v, out);
-}
-
-// load_block_integers_portable's values through the host's vector instructions where it has them.
-template <int L, class E>
-KOKKOS_FORCEINLINE_FUNCTION float load_block_integers(const E& blk, float (&lo)[L], float (&hi)[L]) {
-#if defined(PTK_HOST_AVX512)
-  if constexpr (L == 16) {
-    __m512i q0, q1;
-    if constexpr (std::is_same_v<E, q8_0>) {
-      q0 = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.qs)));
-      q1 = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.qs + L)));
-    } else {
-      const __m512i bytes = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.qs)));
-      const __m512i eight = _mm512_set1_epi32(8);
-      q0 = _mm512_sub_epi32(_mm512_and_si512(bytes, _mm512_set1_epi32(0x0f)), eight);
-      q1 = _mm512_sub_epi32(_mm512_srli_epi32(bytes, 4), eight);
-    }
-    _mm512_storeu_ps(lo, _mm512_cvtepi32_ps(q0));
-    _mm512_storeu_ps(hi, _mm512_cvtepi32_ps(q1));
-    return to_float(blk.d);
-  }
-#endif
-  return load_block_integers_portable<L>(blk, lo, hi);
 }
 
 }  // namespace ptk::kernels
