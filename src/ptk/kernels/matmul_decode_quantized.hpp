@@ -3,7 +3,7 @@
 // is first quantized per block of 32 to int8 with a float scale d_x = amax/127 (quantize_rows), so that
 //   y[r,n] = Σ_groups (d_w · d_x) · Σ_{i<4} q_w[i] · q_x[i]      (a group: 4 consecutive values of one block)
 // where the inner sum is an exact integer and the outer one fp32. The host with AVX-512 VNNI forms 16 groups (two
-// blocks) of a pair with one vpdpbusd; the portable loop forms the same integers, scales and adds them with the
+// blocks) of a pair with one vpdpbusd (and VBMI's byte permute for W's scales); the portable loop forms the same integers, scales and adds them with the
 // same fp32 operations in the same order, so both give the same bits (MatmulDecode.QuantizedVnniEqualsPortable).
 #include <Kokkos_Core.hpp>
 
@@ -18,7 +18,7 @@
 #include "ptk/core/tensor.hpp"
 #include "ptk/kernels/detail/memory_hints.hpp"
 
-#if defined(PTK_HOST_AVX512) && defined(__AVX512VNNI__) && defined(__AVX512BW__)
+#if defined(PTK_HOST_AVX512) && defined(__AVX512VNNI__) && defined(__AVX512BW__) && defined(__AVX512VBMI__)
 #define PTK_HOST_VNNI 1
 #endif
 
@@ -152,37 +152,64 @@ inline __m512i w_unsigned(const q4_0* blk) {
   const __m512i high = _mm512_mask_srli_epi16(bytes, 0xff00ff00u, bytes, 4);
   return _mm512_and_si512(high, _mm512_set1_epi8(0x0f));
 }
-// The two blocks' scales, 8 lanes each.
+// W's block scales, chunk_steps<E> steps (two blocks each) at a time: their f16 bits picked out of the 128 bytes
+// from the chunk's first block with one byte permute (every scale lies within them: q4_0's 8 blocks of 18 bytes,
+// q8_0's 4 of 34) and widened together, rather than two scalar loads and conversions a step.
 template <class E>
-inline __m512 w_scales(const E* blk) {
-  const __m128i h = _mm_unpacklo_epi16(_mm_cvtsi32_si128(blk[0].d.bits), _mm_cvtsi32_si128(blk[1].d.bits));
-  const __m512i pick = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
-  return _mm512_permutexvar_ps(pick, _mm512_castps128_ps512(_mm_cvtph_ps(h)));
+inline constexpr int chunk_steps = std::is_same_v<E, q4_0> ? 4 : 2;
+template <class E>
+struct ScaleBytes {
+  alignas(64) std::int8_t index[64] = {};  // byte 2i, 2i + 1 of the result: block i's scale
+  constexpr ScaleBytes() {
+    for (int i = 0; i < 2 * chunk_steps<E>; ++i)
+      index[2 * i] = static_cast<std::int8_t>(i * sizeof(E)), index[2 * i + 1] = static_cast<std::int8_t>(i * sizeof(E) + 1);
+  }
+};
+template <class E>
+inline constexpr ScaleBytes<E> scale_bytes{};
+
+// The chunk's 2·chunk_steps scales as floats, block i in lane i.
+template <class E>
+inline __m256 chunk_scales(const E* blk) {
+  const auto* p = reinterpret_cast<const char*>(blk);
+  const __m512i picked = _mm512_permutex2var_epi8(_mm512_loadu_si512(p), _mm512_load_si512(scale_bytes<E>.index),
+                                                  _mm512_loadu_si512(p + 64));
+  return _mm256_cvtph_ps(_mm512_castsi512_si128(picked));
 }
 
-// quantized_step over [b, end) in steps of 16 groups (two blocks of every W row), lane l of a register being slot l.
+// quantized_step over whole steps of 16 groups (two blocks of every W row) from group 0, lane l of a register being
+// slot l; returns the first group it left. Chunks of chunk_steps steps share one conversion of W's scales.
 template <int R, int J, class Traits, class E>
 inline int quantized_vnni_steps(float (&acc)[R * J][16], const QuantizedRowsRef& x, const E* w, std::size_t ldw,
                                 int G) {
+  constexpr int S = chunk_steps<E>;
   __m512 a[R * J];
   for (int i = 0; i < R * J; ++i) a[i] = _mm512_loadu_ps(acc[i]);
   int b = 0;
-  for (; b + 16 <= G; b += 16) {
-    __m512i u[J];
-    __m512 dw[J];
-    for (int j = 0; j < J; ++j) {
-      const E* wj = w + j * ldw;
-      prefetch_items<Traits, 2 * quant_block>(wj, b * dot_group);
-      u[j] = w_unsigned(wj + b / block_groups);
-      dw[j] = w_scales(wj + b / block_groups);
-    }
-    for (int r = 0; r < R; ++r) {
-      const __m512i xq = _mm512_loadu_si512(x.q + r * x.ldq + b * dot_group);
-      const __m512i off = _mm512_loadu_si512(x.offset + r * x.ldg + b);
-      const __m512 dx = _mm512_loadu_ps(x.scale + r * x.ldg + b);
+  for (; b + 16 * S <= G; b += 16 * S) {
+    __m256 scales[J];
+    for (int j = 0; j < J; ++j) scales[j] = chunk_scales(w + j * ldw + b / block_groups);
+    for (int s = 0; s < S; ++s) {
+      const int g = b + 16 * s;
+      // Lanes 0-7 the step's first block's scale, 8-15 its second's.
+      const __m512i pick = _mm512_set_epi32(2 * s + 1, 2 * s + 1, 2 * s + 1, 2 * s + 1, 2 * s + 1, 2 * s + 1, 2 * s + 1,
+                                            2 * s + 1, 2 * s, 2 * s, 2 * s, 2 * s, 2 * s, 2 * s, 2 * s, 2 * s);
+      __m512i u[J];
+      __m512 dw[J];
       for (int j = 0; j < J; ++j) {
-        const __m512 sums = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(off, u[j], xq));
-        a[r * J + j] = _mm512_fmadd_ps(sums, _mm512_mul_ps(dw[j], dx), a[r * J + j]);
+        const E* wj = w + j * ldw;
+        prefetch_items<Traits, 2 * quant_block>(wj, g * dot_group);
+        u[j] = w_unsigned(wj + g / block_groups);
+        dw[j] = _mm512_permutexvar_ps(pick, _mm512_castps256_ps512(scales[j]));
+      }
+      for (int r = 0; r < R; ++r) {
+        const __m512i xq = _mm512_loadu_si512(x.q + r * x.ldq + g * dot_group);
+        const __m512i off = _mm512_loadu_si512(x.offset + r * x.ldg + g);
+        const __m512 dx = _mm512_loadu_ps(x.scale + r * x.ldg + g);
+        for (int j = 0; j < J; ++j) {
+          const __m512 sums = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(off, u[j], xq));
+          a[r * J + j] = _mm512_fmadd_ps(sums, _mm512_mul_ps(dw[j], dx), a[r * J + j]);
+        }
       }
     }
   }
