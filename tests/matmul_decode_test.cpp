@@ -188,9 +188,13 @@ TEST(MatmulDecode, QuantizedEdgeValues) {
     using E = decltype(e);
     const std::int64_t M = 4, N = 33, K = 128;
     auto x = uniform(M * K, -1, 1, "edge x");
-    x[5] = std::nanf("");                        // row 0
+    x[5] = std::nanf("");                                 // row 0
     x[K + 70] = -std::numeric_limits<float>::infinity();  // row 1
-    for (int k = 0; k < 32; ++k) x[2 * K + k] = 0.0f, x[2 * K + 32 + k] = 1e-40f * (k - 16), x[3 * K + k] = 3e30f * (k % 2 ? 1 : -1);
+    for (int k = 0; k < 32; ++k) {
+      x[2 * K + k] = 0.0f;
+      x[2 * K + 32 + k] = 1e-40f * static_cast<float>(k - 16);
+      x[3 * K + k] = 3e30f * (k % 2 ? 1.0f : -1.0f);
+    }
     for_each_space([&](auto space) {
       using Space = typename decltype(space)::type;
       using Tune = typename decltype(space)::tune;
@@ -206,7 +210,8 @@ TEST(MatmulDecode, QuantizedEdgeValues) {
           double want = 0, mag = 0;
           for (std::int64_t k = 0; k < K; ++k)
             want += xs[r * K + k] * stored[n * K + k], mag += std::fabs(xs[r * K + k] * stored[n * K + k]);
-          EXPECT_NEAR(y[r * N + n], want, 2 * tolerance::u * K * mag) << Space::name() << " row " << r << " column " << n;
+          EXPECT_NEAR(y[r * N + n], want, 2 * tolerance::u * K * mag)
+              << Space::name() << " row " << r << " column " << n;
         }
       }
     });

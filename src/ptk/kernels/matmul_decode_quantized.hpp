@@ -2,9 +2,10 @@
 // The decode matmul over q8_0 and q4_0 weights (matmul_decode.hpp) multiplies integers, as llama.cpp does: x[R,K]
 // is first quantized per block of 32 to int8 with a float scale d_x = amax/127 (quantize_rows), so that
 //   y[r,n] = Σ_groups (d_w · d_x) · Σ_{i<4} q_w[i] · q_x[i]      (a group: 4 consecutive values of one block)
-// where the inner sum is an exact integer and the outer one fp32. The host with AVX-512 VNNI forms 16 groups (two
-// blocks) of a pair with one vpdpbusd (and VBMI's byte permute for W's scales); the portable loop forms the same integers, scales and adds them with the
-// same fp32 operations in the same order, so both give the same bits (MatmulDecode.QuantizedVnniEqualsPortable).
+// where the inner sum is an exact integer and the outer one fp32. The host with AVX-512 VNNI (and VBMI, for W's
+// scales) forms 16 groups (two blocks) of a pair with one vpdpbusd; the portable loop forms the same integers, scales
+// and adds them with the same fp32 operations in the same order, so both give the same bits
+// (MatmulDecode.QuantizedVnniEqualsPortable).
 #include <Kokkos_Core.hpp>
 
 #include <cstddef>
@@ -161,8 +162,10 @@ template <class E>
 struct ScaleBytes {
   alignas(64) std::int8_t index[64] = {};  // byte 2i, 2i + 1 of the result: block i's scale
   constexpr ScaleBytes() {
-    for (int i = 0; i < 2 * chunk_steps<E>; ++i)
-      index[2 * i] = static_cast<std::int8_t>(i * sizeof(E)), index[2 * i + 1] = static_cast<std::int8_t>(i * sizeof(E) + 1);
+    for (int i = 0; i < 2 * chunk_steps<E>; ++i) {
+      index[2 * i] = static_cast<std::int8_t>(i * sizeof(E));
+      index[2 * i + 1] = static_cast<std::int8_t>(i * sizeof(E) + 1);
+    }
   }
 };
 template <class E>
