@@ -121,19 +121,15 @@ struct MatmulDecode {
   ConstVector<Space> bias;  // [N], added to every row (a linear layer's bias), or empty
   QuantizedRows<Space> xq;  // x quantized, for quantized E (else empty)
 
-  // The dots of W rows n .. n + Jn of vector lane v.
+  // The dots of W rows n .. n + Jn of vector lane v, for quantized E.
   template <int Jn>
-  KOKKOS_INLINE_FUNCTION RowDots<R * Jn> dots_of(int n, int v) const {
-    if constexpr (is_quantized_v<E>) {
-      float acc[R * Jn][Traits::lanes] = {};
-      const QuantizedRowsRef ref{xq.q.data(), xq.scale.data(), xq.offset.data(), xq.q.extent(1), xq.scale.extent(1)};
-      quantized_lane_sums<R, Jn, Traits>(acc, ref, &w(n, 0), w.extent(1), static_cast<int>(xq.scale.extent(1)), v);
-      RowDots<R * Jn> dots;
-      for (int i = 0; i < R * Jn; ++i) dots.v[i] = tree_sum(acc[i]);
-      return dots;
-    } else {
-      return lane_dots<R, Jn, Traits, E>(x.data(), x.extent(1), &w(n, 0), w.extent(1), static_cast<int>(x.extent(1)), v);
-    }
+  KOKKOS_INLINE_FUNCTION RowDots<R * Jn> quantized_dots(int n, int v) const {
+    float acc[R * Jn][Traits::lanes] = {};
+    const QuantizedRowsRef ref{xq.q.data(), xq.scale.data(), xq.offset.data(), xq.q.extent(1), xq.scale.extent(1)};
+    quantized_lane_sums<R, Jn, Traits>(acc, ref, &w(n, 0), w.extent(1), static_cast<int>(xq.scale.extent(1)), v);
+    RowDots<R * Jn> dots;
+    for (int i = 0; i < R * Jn; ++i) dots.v[i] = tree_sum(acc[i]);
+    return dots;
   }
 
   // y[r, n .. n + Jn) = alpha · dots[r·Jn + j] (+ bias[n + j]) (+ beta · y).
@@ -149,10 +145,18 @@ struct MatmulDecode {
   // y[r, n .. n + Jn) from the dots of W rows n .. n + Jn.
   template <int Jn>
   KOKKOS_INLINE_FUNCTION void rows(const Team& team, int n) const {
+    const int K = static_cast<int>(x.extent(1));
     RowDots<R * Jn> dots;
+    // lane_dots called here, not through a member that returns its sums: that made g++ 12 keep the f32 R = 8 sums
+    // in memory (M = 8 at 4096 x 4096: 51 ms against 5).
     Kokkos::parallel_reduce(
         Kokkos::ThreadVectorRange(team, Traits::vector_length),
-        [&](int v, RowDots<R * Jn>& total) { total.merge(this->template dots_of<Jn>(n, v)); },
+        [&](int v, RowDots<R * Jn>& total) {
+          if constexpr (is_quantized_v<E>)
+            total.merge(this->template quantized_dots<Jn>(n, v));
+          else
+            total.merge(lane_dots<R, Jn, Traits, E>(x.data(), x.extent(1), &w(n, 0), w.extent(1), K, v));
+        },
         Merge<RowDots<R * Jn>>(dots));
     // Written out rather than store<Jn>(dots, n): handing `dots` on by reference made g++ keep the
     // R = 8, J = 2 sums on the stack (docs/benchmarks.md, "Tuning choices").
