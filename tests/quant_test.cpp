@@ -3,13 +3,16 @@
 // 16-bit round trips through a kernel on every space.
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 
 #include "bits.hpp"
 #include "parity.hpp"
 #include "ptk/core/quant.hpp"
 #include "ptk/kernels/detail/load.hpp"
+#include "ptk/kernels/quantize_activations.hpp"
 #include "ptk/ops/convert.hpp"
+#include "ptk/reference/quantize_activations.hpp"
 
 namespace ptk::test {
 namespace {
@@ -122,6 +125,43 @@ void check_device_blocks() {
 TEST(Quant, DeviceBlocksEqualTheHosts) {
   check_device_blocks<q8_0>();
   check_device_blocks<q4_0>();
+}
+
+// x rounded to its int8 blocks, as every product with q8_0 or q4_0 weights takes it (kernels::quantize_activations),
+// against the oracle (reference/quantize_activations.hpp) exactly: q · d is exact in double, and the kernel's float
+// product rounds it once. Random rows, then blocks at the edges: zeros, denormals (x / d clamped to ±127),
+// ±3e30, exact halves of a step (rounded away from zero), and a NaN and an infinity, which make their block NaN.
+TEST(Quant, ActivationsRoundedToInt8Blocks) {
+  for (std::int64_t rows : {1, 3, 17})
+    for (std::int64_t K : {32, 544})
+      for_each_space([&](auto space) {
+        using Space = typename decltype(space)::type;
+        const auto name = "int8 activations " + std::to_string(rows) + "x" + std::to_string(K);
+        auto x = uniform(rows * K, -3, 3, name);
+        if (rows == 17 && K == 544) {
+          for (int i = 0; i < 32; ++i) {
+            x[static_cast<std::size_t>(i)] = 0.0f;                                    // block 0: zeros
+            x[static_cast<std::size_t>(32 + i)] = (i % 2 ? 1 : -1) * 1e-44f * (i + 1);  // block 1: denormals
+            x[static_cast<std::size_t>(64 + i)] = (i - 16) * 3e30f;                   // block 2: huge
+            x[static_cast<std::size_t>(96 + i)] = i == 0 ? 127.0f : (i - 16) + 0.5f;  // block 3: d = 1, halves
+          }
+          x[200] = std::nanf("");                                   // block 6: NaN
+          x[300] = -std::numeric_limits<float>::infinity();        // block 9: -inf
+        }
+        const auto want = reference::quantize_activations(x.data(), rows, K);
+        const Tensor<Space> X = Tensor<Space>::from_host({rows, K}, x), Y({rows, K});
+        kernels::quantize_activations<Space>(Y.rows(), X.rows());
+        const auto got = Y.to_vector();
+        for (std::size_t i = 0; i < got.size(); ++i) {
+          const bool poisoned = rows == 17 && K == 544 && (i / 32 == 6 || i / 32 == 9);
+          if (poisoned) {
+            ASSERT_TRUE(std::isnan(got[i])) << Space::name() << " " << name << " value " << i << ": " << got[i];
+          } else {
+            ASSERT_EQ(got[i], static_cast<float>(want[i]))  // a value, so -0 (the oracle's round(-0.3)) is 0
+                << Space::name() << " " << name << " value " << i << ": " << got[i] << " vs " << want[i];
+          }
+        }
+      });
 }
 
 // bf16 and f16 through ops::convert and to_f32 on every space: each value rounded as half.hpp rounds it (checked

@@ -18,6 +18,7 @@
 #include "ptk/core/quant.hpp"
 #include "ptk/core/tensor.hpp"
 #include "ptk/kernels/detail/memory_hints.hpp"
+#include "ptk/kernels/quantize_activations.hpp"
 
 #if defined(PTK_HOST_AVX512) && defined(__AVX512VNNI__) && defined(__AVX512BW__) && defined(__AVX512VBMI__)
 #define PTK_HOST_VNNI 1
@@ -50,8 +51,9 @@ struct QuantizedRowsRef {
 template <class E>
 inline constexpr int w_unsigned_offset = std::is_same_v<E, q8_0> ? 128 : 8;
 
-// One block of x → its integers and the scale and offset of its 8 groups. A block with a non-finite value gets
-// the scale NaN (so every output of its row is NaN, as the float product would make it NaN or ±inf) and integers 0.
+// One block of x → its integers and the scale and offset of its 8 groups (block_scale, block_integer:
+// quantize_activations.hpp). A block with a non-finite value gets the scale NaN (so every output of its row is NaN,
+// as the float product would make it NaN or ±inf) and integers 0.
 template <class Space, class E>
 struct QuantizeRows {
   ConstMatrix<Space> x;
@@ -60,25 +62,16 @@ struct QuantizeRows {
   KOKKOS_INLINE_FUNCTION void operator()(int i) const {
     const int blocks = static_cast<int>(x.extent(1)) / quant_block;
     const int r = i / blocks, k0 = (i % blocks) * quant_block;
-    float amax = 0.0f, poison = 0.0f;  // poison: Σ (v − v), 0 if every value is finite, else NaN
-    for (int k = 0; k < quant_block; ++k) {
-      const float v = x(r, k0 + k), a = v < 0.0f ? -v : v;
-      poison += v - v;
-      amax = a > amax ? a : amax;
-    }
-    const float d = amax / 127.0f;
-    const bool usable = poison == 0.0f && d > 0.0f;
+    const BlockScale s = block_scale(&x(r, k0));
     for (int g = 0; g < block_groups; ++g) {
       int sum = 0;
       for (int t = 0; t < dot_group; ++t) {
         const int k = k0 + g * dot_group + t;
-        float s = usable ? x(r, k) / d : 0.0f;  // |s| <= 127 but for a denormal d, where 1 / d is inexact
-        s = s > 127.0f ? 127.0f : s < -127.0f ? -127.0f : s;
-        const int q = ptk::detail::round_half_away(s);
+        const int q = block_integer(x(r, k), s);
         out.q(r, k) = static_cast<std::int8_t>(q);
         sum += q;
       }
-      out.scale(r, k0 / dot_group + g) = d + poison;
+      out.scale(r, k0 / dot_group + g) = s.d + s.poison;
       out.offset(r, k0 / dot_group + g) = -w_unsigned_offset<E> * sum;
     }
   }

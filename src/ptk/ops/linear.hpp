@@ -4,6 +4,7 @@
 // the decode kernel adds the bias as it stores, one launch; otherwise the GEMM, then kernels::bias_forward.
 // W may be stored as any element type (dtype.hpp; see the overload below).
 #include "ptk/kernels/add.hpp"
+#include "ptk/kernels/quantize_activations.hpp"
 #include "ptk/ops/checks.hpp"
 #include "ptk/ops/convert.hpp"
 #include "ptk/ops/matmul.hpp"
@@ -50,7 +51,8 @@ void linear_accumulate(const Tensor<Space>& y, const Tensor<Space>& x, const Ten
 
 // W stored as E (bf16, f16, q8_0, q4_0: dtype.hpp). A decode product reads W as stored (the decode kernel over E);
 // more rows take the GEMM over W as stored for bf16 and f16 (kernels/matmul_stored.hpp), and for q8_0 and q4_0
-// the f32 GEMM on W converted to f32 for the call (one pass over W, next to the GEMM's M·N·K FMAs).
+// the f32 GEMM on W converted to f32 for the call (one pass over W, next to the GEMM's M·N·K FMAs). Against q8_0 and
+// q4_0, x is rounded to int8 blocks on both paths (kernels/quantize_activations.hpp), as llama.cpp rounds it.
 namespace detail {
 template <class Space, class Tune, class E>
 void stored_linear_into(const char* op, const Tensor<Space>& y, const Tensor<Space>& x, const Tensor<Space, E>& w,
@@ -66,7 +68,10 @@ void stored_linear_into(const char* op, const Tensor<Space>& y, const Tensor<Spa
             w.dim(0), "]");
   if (x.dim(0) > kernels::decode_max_rows) {
     if constexpr (is_quantized_v<E>) {
-      return linear_into<Space, Tune>(op, y, x, to_f32(w), b, accumulate);
+      // x rounded to its int8 blocks first, as the decode kernel rounds it: every path multiplies the same values.
+      const auto xq = Tensor<Space>::uninitialized(x.shape(), "ptk::linear_x_int8");
+      kernels::quantize_activations<Space>(xq.rows(), x.rows());
+      return linear_into<Space, Tune>(op, y, xq, to_f32(w), b, accumulate);
     } else {
       const auto y3 = y.batched_matrices();
       kernels::matmul_forward<Space, Tune, float, E>(y3, x.batched_matrices(), w.batched_matrices(), false, true, 1.0f,
