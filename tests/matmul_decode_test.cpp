@@ -84,6 +84,15 @@ struct DecodeTune {
   using decode = Decode;
 };
 
+// kernels::matmul_decode under a test's own tuning for the row counts Rs alone: the dispatch would compile all
+// eight (kernels::matmul_decode_rows), which made this the slowest unit to build (44 s of g++ in the cpu preset).
+template <class Space, class Tune, class E, int... Rs>
+void decode_rows(const Matrix<Space>& y, const ConstMatrix<Space>& x, const ConstMatrixOf<Space, E>& w) {
+  const auto M = static_cast<int>(x.extent(0));
+  const bool ran = ((M == Rs ? (kernels::matmul_decode_rows<Rs, Space, Tune, E>(y, x, w, 1.0f, 0.0f, {}), true) : false) || ...);
+  ASSERT_TRUE(ran) << "decode_rows: no instance for " << M << " rows";
+}
+
 TEST(MatmulDecode, KBlockedSweep) {
   using S = Kokkos::DefaultHostExecutionSpace;
   for (std::int64_t M : {3, 5, 8})
@@ -95,11 +104,11 @@ TEST(MatmulDecode, KBlockedSweep) {
         reference::matmul_forward(want.data(), x.data(), w.data(), 1, M, N, K, false, true, false, false);
         const auto X = Tensor<S>::from_host({M, K}, x), W = Tensor<S>::from_host({N, K}, w);
         const Tensor<S> blocked({M, N}), grouped({M, N}), one({M, N});
-        kernels::matmul_decode<S, DecodeTune<kernels::HostDecode>>(blocked.rows(), X.rows(), W.rows());
-        kernels::matmul_decode<S, DecodeTune<GroupedSlices>>(grouped.rows(), X.rows(), W.rows());
-        kernels::matmul_decode<S, DecodeTune<OneSweep>>(one.rows(), X.rows(), W.rows());
+        decode_rows<S, DecodeTune<kernels::HostDecode>, float, 3, 5, 8>(blocked.rows(), X.rows(), W.rows());
+        decode_rows<S, DecodeTune<GroupedSlices>, float, 3, 5, 8>(grouped.rows(), X.rows(), W.rows());
+        decode_rows<S, DecodeTune<OneSweep>, float, 3, 5, 8>(one.rows(), X.rows(), W.rows());
         const Tensor<S> again({M, N});
-        kernels::matmul_decode<S, DecodeTune<GroupedSlices>>(again.rows(), X.rows(), W.rows());
+        decode_rows<S, DecodeTune<GroupedSlices>, float, 3, 5, 8>(again.rows(), X.rows(), W.rows());
         EXPECT_EQ(grouped.to_vector(), again.to_vector()) << name;
         for (const auto* result : {&blocked, &grouped, &one})
           EXPECT_TRUE(all_close(result->to_vector(), want, {M, N}, tolerance::matmul(K))) << name;
@@ -170,8 +179,8 @@ TEST(MatmulDecode, QuantizedVnniEqualsPortable) {
           const auto X = Tensor<S>::from_host({M, K}, uniform(M * K, -3, 3, name + "x"));
           const auto W = ops::convert<E>(Tensor<S>::from_host({N, K}, uniform(N * K, -2, 2, name + "w")));
           const Tensor<S> fast({M, N}), portable({M, N});
-          kernels::matmul_decode<S, DecodeTune<kernels::HostDecode>, E>(fast.rows(), X.rows(), W.rows());
-          kernels::matmul_decode<S, DecodeTune<PortableInt8>, E>(portable.rows(), X.rows(), W.rows());
+          decode_rows<S, DecodeTune<kernels::HostDecode>, E, 1, 2, 3, 8>(fast.rows(), X.rows(), W.rows());
+          decode_rows<S, DecodeTune<PortableInt8>, E, 1, 2, 3, 8>(portable.rows(), X.rows(), W.rows());
           EXPECT_TRUE(all_close(fast.to_vector(), portable.to_vector(), {M, N}, Tolerance{0, 0})) << name;
         }
   };
