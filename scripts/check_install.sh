@@ -16,7 +16,7 @@ trap 'rm -rf "$tmp"' EXIT
 log() { printf '[check_install %s] %s\n' "$preset" "$*"; }
 
 log "building and installing $build into $tmp/prefix"
-targets=(ptk_lib)
+targets=(ptk_lib ptk_text)
 [ "$(cache_value PTK_BUILD_TOOLS)" = OFF ] || targets+=(ptk_cli)  # what gets installed; tests and sweeps are not
 cmake --build "$build" --target "${targets[@]}" >/dev/null
 cmake --install "$build" --prefix "$tmp/prefix" >"$tmp/install.log"

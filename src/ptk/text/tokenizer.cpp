@@ -1,0 +1,133 @@
+// What every tokenizer shares (decoding, streaming, BOS), and load_tokenizer: which reader a path goes to.
+#include "ptk/text/tokenizer.hpp"
+
+#include <nlohmann/json.hpp>
+#include <sys/stat.h>
+
+#include <algorithm>
+
+#include "ptk/core/error.hpp"
+#include "ptk/text/tokenizer_files.hpp"
+
+namespace ptk::text {
+
+void Tokenizer::check_id(int id) const {
+  require(id >= 0 && id < vocab_size(), "tokenize: token id ", id, " is outside the vocabulary of ", vocab_size());
+}
+
+std::vector<int> Tokenizer::encode_for_model(std::string_view text, bool add_bos, bool parse_special) const {
+  std::vector<int> ids;
+  if (add_bos && special_.add_bos && special_.bos) ids.push_back(*special_.bos);
+  const auto body = encode(text, parse_special);
+  ids.insert(ids.end(), body.begin(), body.end());
+  return ids;
+}
+
+std::string Tokenizer::decode(const std::vector<int>& ids) const {
+  TokenStream stream(*this);
+  std::string text;
+  for (int id : ids) text += stream.push(id);
+  return text + stream.finish();
+}
+
+std::string TokenStream::push(int id) {
+  const std::string bytes = tokenizer_.token_bytes(id, first_);
+  if (!bytes.empty()) first_ = false;
+  return utf8_.push(bytes);
+}
+
+namespace {
+
+enum class Kind { none, file, directory };
+
+Kind kind_of(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return Kind::none;
+  return S_ISDIR(st.st_mode) ? Kind::directory : Kind::file;
+}
+
+std::string base_name(const std::string& path) {
+  const auto slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+std::string dir_name(const std::string& path) {
+  const auto slash = path.find_last_of('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+// vocab.json pairs with merges.txt, encoder.json with vocab.bpe (OpenAI's names for the same two files).
+std::unique_ptr<Tokenizer> gpt2_pair(const std::string& dir, const std::string& vocab, const std::string& merges) {
+  const std::string m = dir + "/" + merges;
+  if (kind_of(m) == Kind::none)
+    throw IoError(dir + "/" + vocab + ": GPT-2's vocabulary needs its merges beside it (" + m + ": not found)");
+  return std::make_unique<ByteLevelBpe>(read_gpt2_files(dir + "/" + vocab, m));
+}
+
+std::unique_ptr<Tokenizer> load_file(const std::string& path) {
+  const std::string name = base_name(path), dir = dir_name(path);
+  if (name == "vocab.json" || name == "merges.txt") return gpt2_pair(dir, "vocab.json", "merges.txt");
+  if (name == "encoder.json" || name == "vocab.bpe") return gpt2_pair(dir, "encoder.json", "vocab.bpe");
+  if (name.size() >= 5 && name.compare(name.size() - 5, 5, ".json") == 0)
+    return std::make_unique<ByteLevelBpe>(read_tokenizer_json(path));
+  return read_sentencepiece(path);  // tokenizer.model, or spm_train's <prefix>.model
+}
+
+// tokenizer_config.json: "add_bos_token", and "bos_token" / "eos_token" as a string or {"content": ...}.
+void apply_config(const std::string& path, Tokenizer& tokenizer) {
+  using Json = nlohmann::json;
+  Json config;
+  try {
+    config = Json::parse(read_tokenizer_file(path));
+  } catch (const Json::exception& e) {
+    std::string what = e.what();
+    std::replace(what.begin(), what.end(), '\n', ' ');
+    throw IoError(path + ": not valid JSON (" + what + ")");
+  }
+  if (!config.is_object()) throw IoError(path + ": not a JSON object");
+  SpecialIds ids = tokenizer.special_ids();
+  const auto token = [&](const char* key) -> std::optional<int> {
+    const auto it = config.find(key);
+    if (it == config.end() || it->is_null()) return std::nullopt;
+    const Json& v = it->is_object() && it->contains("content") ? (*it)["content"] : *it;
+    if (!v.is_string()) throw IoError(path + ": " + key + " is " + v.dump().substr(0, 60) + ", not a token");
+    const auto id = tokenizer.token_id(v.get<std::string>());
+    if (!id) throw IoError(path + ": " + key + " '" + v.get<std::string>() + "' is not in the vocabulary");
+    return id;
+  };
+  if (const auto bos = token("bos_token")) ids.bos = bos;
+  if (const auto eos = token("eos_token")) ids.eos = eos;
+  const auto add = config.find("add_bos_token");
+  if (add != config.end() && !add->is_null()) {
+    if (!add->is_boolean()) throw IoError(path + ": add_bos_token is not true or false");
+    ids.add_bos = add->get<bool>();
+  }
+  tokenizer.set_special_ids(ids);
+}
+
+}  // namespace
+
+std::unique_ptr<Tokenizer> load_tokenizer(const std::string& path) {
+  switch (kind_of(path)) {
+    case Kind::none:
+      throw IoError(path + ": no such file or directory");
+    case Kind::file:
+      return load_file(path);
+    case Kind::directory:
+      break;
+  }
+  std::unique_ptr<Tokenizer> t;
+  for (const char* name : {"tokenizer.model", "tokenizer.json", "vocab.json", "encoder.json"}) {
+    const std::string file = path + "/" + name;
+    if (kind_of(file) != Kind::none) {
+      t = load_file(file);
+      break;
+    }
+  }
+  if (!t) throw IoError(path + ": no tokenizer in it (tokenizer.model, tokenizer.json or vocab.json + merges.txt)");
+  const std::string config = path + "/tokenizer_config.json";
+  if (kind_of(config) != Kind::none) apply_config(config, *t);
+  return t;
+}
+
+}  // namespace ptk::text

@@ -1,0 +1,76 @@
+#pragma once
+// Tokenizers: text <-> ids for the models ptk did not train on bytes. The two families open models ship:
+//   byte-level BPE (GPT-2, Llama 3, Qwen, ...): vocab.json + merges.txt, or Hugging Face's tokenizer.json
+//     (byte_level_bpe.hpp; its files: bpe_files.cpp);
+//   SentencePiece (Llama 1/2, Mistral, ...): tokenizer.model, through Debian's libsentencepiece (sentencepiece.cpp).
+// Text is UTF-8: an encoder refuses ill-formed input (InputError naming the byte offset) rather than guess, and
+// decoding always yields well-formed UTF-8 (U+FFFD where the tokens' bytes are not), as Hugging Face does.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ptk/text/utf8.hpp"
+
+namespace ptk::text {
+
+// The ids a model gives a meaning to, and whether a text fed to the model starts with BOS (Llama's convention; a
+// directory's tokenizer_config.json "add_bos_token" says otherwise). Absent where the tokenizer has none.
+struct SpecialIds {
+  std::optional<int> bos, eos;
+  bool add_bos = false;
+};
+
+class Tokenizer {
+ public:
+  virtual ~Tokenizer() = default;
+  // "byte-level BPE" or "SentencePiece (unigram)"..., for messages and `ptk info`.
+  virtual std::string description() const = 0;
+  virtual int vocab_size() const = 0;
+  // The ids of `text`, without BOS. With parse_special, a special token's text written in `text` ("<|endoftext|>")
+  // is that token, as Hugging Face encodes; without, it is ordinary text.
+  virtual std::vector<int> encode(std::string_view text, bool parse_special = true) const = 0;
+  // The bytes token `id` adds to a text; `first` when nothing was decoded before it (SentencePiece drops the space
+  // it put in front of the text). SentencePiece's control tokens (<s>, </s>) add nothing; byte-level BPE's special
+  // tokens add their text, as Hugging Face's decode does. An id outside the vocabulary is refused.
+  virtual std::string token_bytes(int id, bool first) const = 0;
+  // The id of the token written `text` in the vocabulary's own spelling ("<s>", "<|endoftext|>", "Ġthe").
+  virtual std::optional<int> token_id(std::string_view text) const = 0;
+
+  // encode() with BOS in front when the tokenizer's convention asks for it and add_bos.
+  std::vector<int> encode_for_model(std::string_view text, bool add_bos = true, bool parse_special = true) const;
+  // The text of `ids`: their bytes in order, decoded as UTF-8 with U+FFFD for ill-formed parts.
+  std::string decode(const std::vector<int>& ids) const;
+  const SpecialIds& special_ids() const { return special_; }
+  void set_special_ids(const SpecialIds& ids) { special_ = ids; }  // a directory's tokenizer_config.json
+
+ protected:
+  // Throws InputError "token id X is outside the vocabulary of N" (for token_bytes' implementations).
+  void check_id(int id) const;
+  SpecialIds special_;
+};
+
+// Decoding while tokens arrive (ptk generate): push() returns the text the token completes, holding back the bytes
+// of a character it leaves unfinished; finish() ends the stream. The concatenation equals decode() of the ids.
+class TokenStream {
+ public:
+  explicit TokenStream(const Tokenizer& tokenizer) : tokenizer_(tokenizer) {}
+  std::string push(int id);
+  std::string finish() { return utf8_.finish(); }
+
+ private:
+  const Tokenizer& tokenizer_;
+  Utf8Decoder utf8_;
+  bool first_ = true;
+};
+
+// The tokenizer at `path`: a file (tokenizer.model, tokenizer.json, or vocab.json with merges.txt beside it) or a
+// directory holding one of them (tried in that order; OpenAI's encoder.json + vocab.bpe are GPT-2's vocab.json +
+// merges.txt). A directory's tokenizer_config.json, when present, sets add_bos and names BOS/EOS. Throws IoError
+// for a file that cannot be read or is malformed, InputError for a well-formed tokenizer ptk does not support
+// (one line naming the field and its value).
+std::unique_ptr<Tokenizer> load_tokenizer(const std::string& path);
+
+}  // namespace ptk::text
