@@ -50,6 +50,12 @@ TEST(Utf8, LossyDecodeReplacesMaximalSubparts) {
   EXPECT_EQ(decode_utf8_lossy("\xED\xA0\x80"), kFffd + kFffd + kFffd);  // ED wants 80..9F
 }
 
+TEST(Utf8, QuoteIsOneLine) {
+  EXPECT_EQ(quote("a\nb\tc'd\\"), R"('a\nb\tc\'d\\')");
+  EXPECT_EQ(quote("\x01\x7f\xff\xC3\xA9"), "'\\x01\\x7f\\xff\xC3\xA9'");
+  EXPECT_EQ(quote(std::string(100, 'x'), 4), "'xxxx...'");
+}
+
 TEST(Utf8, StreamingEqualsWholeForAnySplit) {
   std::mt19937 rng(7);
   const std::string pool[] = {"a", "\xC3\xA9", "\xE2\x82\xAC", "\xF0\x9F\x8E\x89", "\xE2\x82", "\xFF", "\x80", " "};
@@ -242,6 +248,8 @@ TEST_F(TokenizerFiles, Gpt2PairLoadsAndMalformedOnesAreRefused) {
   expect_refused<ptk::IoError>(gpt2(",\"ab\":-1", ""), "not an integer");
   expect_refused<ptk::IoError>(gpt2(",\"ab\":\"7\"", ""), "not an integer");
   expect_refused<ptk::IoError>(gpt2(",\"ab\":3", ""), "id 3 is given to both");
+  // A token holding a newline (found by the tokenizer_json fuzz target): the message stays one line.
+  expect_refused<ptk::IoError>(gpt2(",\"a\\nb\":256", ""), "the token 'a\\nb' (id 256) has a character outside");
   write("vocab.json", "{\"a\":0");
   expect_refused<ptk::IoError>(dir_ + "/vocab.json", "not valid JSON");
   write("vocab.json", "[1,2]");

@@ -26,7 +26,7 @@ std::vector<int> parse_ids(const std::string& text, int vocab_size) {
     const std::size_t end = std::min(text.find_first_of(" \t\r\n", at), text.size());
     const std::string word = text.substr(at, end - at);
     if (word.size() > 10 || word.find_first_not_of("0123456789") != std::string::npos || std::stoll(word) >= vocab_size)
-      throw UsageError{"tokenize --decode: '" + word.substr(0, 24) + "' (word " + std::to_string(ids.size() + 1) +
+      throw UsageError{"tokenize --decode: " + text::quote(word, 24) + " (word " + std::to_string(ids.size() + 1) +
                        ") is not a token id in [0, " + std::to_string(vocab_size) + ")"};
     ids.push_back(static_cast<int>(std::stoll(word)));
     at = end;

@@ -14,8 +14,7 @@ using Json = nlohmann::json;
 
 namespace {
 
-Json parse_json(const std::string& path) {
-  const std::string bytes = read_tokenizer_file(path);
+Json parse_json(const std::string& bytes, const std::string& path) {
   try {
     return Json::parse(bytes);
   } catch (const Json::exception& e) {
@@ -30,13 +29,13 @@ Json parse_json(const std::string& path) {
 void place(std::vector<std::string>& tokens, std::vector<bool>& taken, const Json& id, const std::string& text,
            std::size_t limit, const std::string& where) {
   if (!id.is_number_integer() || id.get<std::int64_t>() < 0 || static_cast<std::uint64_t>(id.get<std::int64_t>()) >= limit)
-    throw IoError(where + ": the id of '" + text + "' is " + id.dump() + ", not an integer in [0, " +
+    throw IoError(where + ": the id of " + quote(text) + " is " + id.dump().substr(0, 40) + ", not an integer in [0, " +
                   std::to_string(limit) + ") (ids are 0 to the number of tokens - 1)");
   const auto i = static_cast<std::size_t>(id.get<std::int64_t>());
   if (i >= tokens.size()) tokens.resize(i + 1), taken.resize(i + 1, false);
   if (taken[i]) {
     if (tokens[i] == text) return;  // tokenizer.json lists a vocabulary token again as an added token
-    throw IoError(where + ": id " + std::to_string(i) + " is given to both '" + tokens[i] + "' and '" + text + "'");
+    throw IoError(where + ": id " + std::to_string(i) + " is given to both " + quote(tokens[i]) + " and " + quote(text));
   }
   tokens[i] = text, taken[i] = true;
 }
@@ -57,7 +56,7 @@ std::pair<std::string, std::string> split_merge(const std::string& line, std::si
   const auto space = line.find(' ');
   if (space == std::string::npos || space == 0 || space + 1 == line.size() ||
       line.find(' ', space + 1) != std::string::npos)
-    throw IoError(where + ": merge " + std::to_string(number) + " is '" + line + "', not two tokens with one space");
+    throw IoError(where + ": merge " + std::to_string(number) + " is " + quote(line) + ", not two tokens with one space");
   return {line.substr(0, space), line.substr(space + 1)};
 }
 
@@ -85,7 +84,7 @@ void read_pre_tokenizer(const Json& pre, BpeSpec& spec, const std::string& path)
     if (pre.value("use_regex", true)) spec.patterns.push_back(kGpt2Pattern);
     return;
   }
-  if (type != "Sequence") unsupported(path, "pre_tokenizer type", "'" + type + "'");
+  if (type != "Sequence") unsupported(path, "pre_tokenizer type", quote(type));
   const Json* list = field(pre, "pretokenizers");
   if (list == nullptr || !list->is_array() || list->empty() ||
       type_of(list->back(), path + ": the last pre-tokenizer") != "ByteLevel")
@@ -93,10 +92,10 @@ void read_pre_tokenizer(const Json& pre, BpeSpec& spec, const std::string& path)
   for (std::size_t i = 0; i + 1 < list->size(); ++i) {
     const Json& split = (*list)[i];
     const std::string t = type_of(split, path + ": pre-tokenizer " + std::to_string(i));
-    if (t != "Split") unsupported(path, "pre-tokenizer " + std::to_string(i) + " type", "'" + t + "'");
+    if (t != "Split") unsupported(path, "pre-tokenizer " + std::to_string(i) + " type", quote(t));
     const std::string behavior = split.value("behavior", "");
     if (behavior != "Isolated" || split.value("invert", false))
-      unsupported(path, "Split behavior", "'" + behavior + "'" + (split.value("invert", false) ? " inverted" : ""));
+      unsupported(path, "Split behavior", quote(behavior) + (split.value("invert", false) ? " inverted" : ""));
     const Json* pattern = field(split, "pattern");
     if (pattern != nullptr && pattern->contains("Regex") && (*pattern)["Regex"].is_string()) {
       spec.patterns.push_back((*pattern)["Regex"].get<std::string>());
@@ -121,7 +120,7 @@ void read_post_processor(const Json& post, BpeSpec& spec, const std::string& pat
     for (const auto& p : *list) read_post_processor(p, spec, path);
     return;
   }
-  if (type != "TemplateProcessing") unsupported(path, "post_processor type", "'" + type + "'");
+  if (type != "TemplateProcessing") unsupported(path, "post_processor type", quote(type));
   const Json* single = field(post, "single");
   if (single == nullptr || !single->is_array()) throw IoError(path + ": TemplateProcessing has no \"single\" list");
   bool seen_text = false;
@@ -133,7 +132,7 @@ void read_post_processor(const Json& post, BpeSpec& spec, const std::string& pat
     if (seen_text) unsupported(path, "post_processor", "that appends a special token after the text");
     const std::string name = (*special)["id"].get<std::string>();
     const auto it = std::find(spec.tokens.begin(), spec.tokens.end(), name);
-    if (it == spec.tokens.end()) throw IoError(path + ": TemplateProcessing names '" + name + "', not a token");
+    if (it == spec.tokens.end()) throw IoError(path + ": TemplateProcessing names " + quote(name) + ", not a token");
     spec.special.bos = static_cast<int>(it - spec.tokens.begin());
     spec.special.add_bos = true;
   }
@@ -142,13 +141,13 @@ void read_post_processor(const Json& post, BpeSpec& spec, const std::string& pat
 void read_model(const Json& model, std::size_t added, BpeSpec& spec, std::vector<bool>& taken, const std::string& path) {
   if (!model.is_object()) throw IoError(path + ": no \"model\" object");
   const Json* type = field(model, "type");
-  if (type != nullptr && (!type->is_string() || *type != "BPE")) unsupported(path, "model type", type->dump());
+  if (type != nullptr && (!type->is_string() || *type != "BPE")) unsupported(path, "model type", type->dump().substr(0, 60));
   if (model.value("byte_fallback", false)) unsupported(path, "model", "with byte_fallback (give tokenizer.model)");
   if (const Json* d = field(model, "dropout"); d != nullptr && !(d->is_number() && d->get<double>() == 0))
-    unsupported(path, "model dropout", d->dump());
+    unsupported(path, "model dropout", d->dump().substr(0, 60));
   for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"})
     if (const Json* v = field(model, key); v != nullptr && !(v->is_string() && v->get<std::string>().empty()))
-      unsupported(path, std::string("model ") + key, v->dump());
+      unsupported(path, std::string("model ") + key, v->dump().substr(0, 60));
   spec.ignore_merges = model.value("ignore_merges", false);
   const Json* vocab = field(model, "vocab");
   if (vocab == nullptr) throw IoError(path + ": the model has no \"vocab\"");
@@ -176,12 +175,17 @@ std::string read_tokenizer_file(const std::string& path) {
 }
 
 BpeSpec read_gpt2_files(const std::string& vocab_path, const std::string& merges_path) {
+  const std::string vocab = read_tokenizer_file(vocab_path);
+  return parse_gpt2_files(vocab, read_tokenizer_file(merges_path), vocab_path, merges_path);
+}
+
+BpeSpec parse_gpt2_files(const std::string& vocab, const std::string& text, const std::string& vocab_path,
+                         const std::string& merges_path) {
   BpeSpec spec;
   spec.origin = vocab_path;
   std::vector<bool> taken;
-  read_vocab(parse_json(vocab_path), 0, spec, taken, vocab_path);
+  read_vocab(parse_json(vocab, vocab_path), 0, spec, taken, vocab_path);
   require_dense(taken, vocab_path);
-  const std::string text = read_tokenizer_file(merges_path);
   std::size_t line_no = 0;
   for (std::size_t at = 0; at < text.size();) {
     std::size_t end = text.find('\n', at);
@@ -203,12 +207,12 @@ BpeSpec read_gpt2_files(const std::string& vocab_path, const std::string& merges
 }
 
 namespace {
-BpeSpec read_tokenizer_json_fields(const std::string& path) {
-  const Json j = parse_json(path);
+BpeSpec tokenizer_json_fields(const std::string& bytes, const std::string& path) {
+  const Json j = parse_json(bytes, path);
   if (!j.is_object()) throw IoError(path + ": not a tokenizer.json (not a JSON object)");
   BpeSpec spec;
   spec.origin = path;
-  if (const Json* n = field(j, "normalizer")) unsupported(path, "normalizer type", "'" + type_of(*n, path + ": normalizer") + "'");
+  if (const Json* n = field(j, "normalizer")) unsupported(path, "normalizer type", quote(type_of(*n, path + ": normalizer")));
   const Json* added = field(j, "added_tokens");
   if (added != nullptr && !added->is_array()) throw IoError(path + ": added_tokens is not a list");
   const std::size_t n_added = added == nullptr ? 0 : added->size();
@@ -223,7 +227,7 @@ BpeSpec read_tokenizer_json_fields(const std::string& path) {
       throw IoError(path + ": added token " + std::to_string(i) + " has no id and content");
     const std::string content = a["content"].get<std::string>();
     for (const char* flag : {"lstrip", "rstrip", "single_word"})
-      if (a.value(flag, false)) unsupported(path, std::string("added token '") + content + "' with", flag);
+      if (a.value(flag, false)) unsupported(path, "added token " + quote(content) + " with", flag);
     place(spec.tokens, taken, a["id"], content, limit, path);
     spec.added.push_back({a["id"].get<int>(), a.value("special", false)});
   }
@@ -231,16 +235,18 @@ BpeSpec read_tokenizer_json_fields(const std::string& path) {
   if (const Json* pre = field(j, "pre_tokenizer")) read_pre_tokenizer(*pre, spec, path);
   else unsupported(path, "pre_tokenizer", "null (no byte-level pre-tokenization)");
   if (const Json* dec = field(j, "decoder"); dec != nullptr && type_of(*dec, path + ": decoder") != "ByteLevel")
-    unsupported(path, "decoder type", "'" + type_of(*dec, path + ": decoder") + "'");
+    unsupported(path, "decoder type", quote(type_of(*dec, path + ": decoder")));
   if (const Json* post = field(j, "post_processor")) read_post_processor(*post, spec, path);
   return spec;
 }
 }  // namespace
 
 // A field of the wrong JSON type (a string where a flag belongs) surfaces as nlohmann's type_error.
-BpeSpec read_tokenizer_json(const std::string& path) {
+BpeSpec read_tokenizer_json(const std::string& path) { return parse_tokenizer_json(read_tokenizer_file(path), path); }
+
+BpeSpec parse_tokenizer_json(const std::string& bytes, const std::string& path) {
   try {
-    return read_tokenizer_json_fields(path);
+    return tokenizer_json_fields(bytes, path);
   } catch (const Json::exception& e) {
     std::string what = e.what();
     std::replace(what.begin(), what.end(), '\n', ' ');

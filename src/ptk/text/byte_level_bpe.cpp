@@ -54,7 +54,7 @@ ByteLevelBpe::ByteLevelBpe(BpeSpec spec) : spec_(std::move(spec)) {
   for (int id = 0; id < n; ++id) {
     const std::string& t = spec_.tokens[static_cast<std::size_t>(id)];
     if (!ids_.emplace(t, id).second)
-      throw IoError(origin + ": the token '" + t + "' has two ids (" + std::to_string(ids_[t]) + " and " +
+      throw IoError(origin + ": the token " + quote(t) + " has two ids (" + std::to_string(ids_[t]) + " and " +
                     std::to_string(id) + ")");
     if (is_added[static_cast<std::size_t>(id)]) {
       bytes_[static_cast<std::size_t>(id)] = t;
@@ -65,7 +65,7 @@ ByteLevelBpe::ByteLevelBpe(BpeSpec spec) : spec_(std::move(spec)) {
       const std::size_t len = (static_cast<unsigned char>(t[i]) < 0x80) ? 1 : 2;
       const auto it = byte_of.find(t.substr(i, len));
       if (it == byte_of.end())
-        throw IoError(origin + ": the token '" + t + "' (id " + std::to_string(id) +
+        throw IoError(origin + ": the token " + quote(t) + " (id " + std::to_string(id) +
                       ") has a character outside GPT-2's byte alphabet");
       out += static_cast<char>(it->second);
       i += len;
@@ -83,8 +83,8 @@ ByteLevelBpe::ByteLevelBpe(BpeSpec spec) : spec_(std::move(spec)) {
     const auto& [a, b] = spec_.merges[rank];
     const auto left = ids_.find(a), right = ids_.find(b), result = ids_.find(a + b);
     if (left == ids_.end() || right == ids_.end() || result == ids_.end())
-      throw IoError(origin + ": merge " + std::to_string(rank + 1) + " ('" + a + " " + b + "') names " +
-                    (left == ids_.end() ? "'" + a + "'" : right == ids_.end() ? "'" + b + "'" : "'" + a + b + "'") +
+      throw IoError(origin + ": merge " + std::to_string(rank + 1) + " (" + quote(a + " " + b) + ") names " +
+                    quote(left == ids_.end() ? a : right == ids_.end() ? b : a + b) +
                     ", which is not in the vocabulary");
     // A pair listed twice keeps its first (lowest) rank, as the reference encoders' dictionaries do.
     merge_.emplace(pair_key(left->second, right->second), std::make_pair(static_cast<int>(rank), result->second));

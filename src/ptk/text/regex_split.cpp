@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "ptk/core/error.hpp"
+#include "ptk/text/utf8.hpp"
 
 namespace ptk::text {
 
@@ -40,7 +41,7 @@ RegexSplitter::RegexSplitter(const std::vector<std::string>& patterns, const std
       PCRE2_UCHAR message[256];
       pcre2_get_error_message(error, message, sizeof message);
       for (void* c : code_) pcre2_code_free(code(c));
-      throw InputError(origin + ": the pre-tokenization pattern '" + pattern + "' does not compile (" +
+      throw InputError(origin + ": the pre-tokenization pattern " + quote(pattern) + " does not compile (" +
                        reinterpret_cast<const char*>(message) + ")");
     }
     pcre2_jit_compile(re, PCRE2_JIT_COMPLETE);  // where PCRE2 has no JIT, matching interprets: same results

@@ -22,8 +22,7 @@ std::string replace_spaces(std::string piece) {
 
 class SentencePiece final : public Tokenizer {
  public:
-  explicit SentencePiece(const std::string& path) : path_(path) {
-    const std::string bytes = read_tokenizer_file(path);
+  SentencePiece(const std::string& bytes, const std::string& path) : path_(path) {
     const auto status = sp_.LoadFromSerializedProto(bytes);
     if (!status.ok()) throw IoError(path + ": not a SentencePiece model (" + one_line(status.ToString()) + ")");
     const int n = sp_.GetPieceSize();
@@ -84,6 +83,12 @@ class SentencePiece final : public Tokenizer {
 
 }  // namespace
 
-std::unique_ptr<Tokenizer> read_sentencepiece(const std::string& path) { return std::make_unique<SentencePiece>(path); }
+std::unique_ptr<Tokenizer> read_sentencepiece(const std::string& path) {
+  return parse_sentencepiece(read_tokenizer_file(path), path);
+}
+
+std::unique_ptr<Tokenizer> parse_sentencepiece(const std::string& bytes, const std::string& name) {
+  return std::make_unique<SentencePiece>(bytes, name);
+}
 
 }  // namespace ptk::text

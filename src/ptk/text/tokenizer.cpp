@@ -92,7 +92,7 @@ void apply_config(const std::string& path, Tokenizer& tokenizer) {
     const Json& v = it->is_object() && it->contains("content") ? (*it)["content"] : *it;
     if (!v.is_string()) throw IoError(path + ": " + key + " is " + v.dump().substr(0, 60) + ", not a token");
     const auto id = tokenizer.token_id(v.get<std::string>());
-    if (!id) throw IoError(path + ": " + key + " '" + v.get<std::string>() + "' is not in the vocabulary");
+    if (!id) throw IoError(path + ": " + key + " " + quote(v.get<std::string>()) + " is not in the vocabulary");
     return id;
   };
   if (const auto bos = token("bos_token")) ids.bos = bos;

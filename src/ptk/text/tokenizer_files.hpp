@@ -27,6 +27,12 @@ BpeSpec read_tokenizer_json(const std::string& path);
 // added (the Llama convention).
 std::unique_ptr<Tokenizer> read_sentencepiece(const std::string& path);
 
+// The same from bytes already read (the fuzz targets'), `name`s for messages.
+BpeSpec parse_gpt2_files(const std::string& vocab_json, const std::string& merges_txt, const std::string& vocab_name,
+                         const std::string& merges_name);
+BpeSpec parse_tokenizer_json(const std::string& bytes, const std::string& name);
+std::unique_ptr<Tokenizer> parse_sentencepiece(const std::string& bytes, const std::string& name);
+
 // A file's bytes under the readers' rules (io::read_regular_file with kMaxTokenizerFile; FileError -> IoError).
 std::string read_tokenizer_file(const std::string& path);
 

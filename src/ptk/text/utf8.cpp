@@ -70,6 +70,28 @@ std::string Utf8Decoder::finish() {
   return kReplacement;
 }
 
+std::string quote(std::string_view text, std::size_t max_bytes) {
+  static const char hex[] = "0123456789abcdef";
+  std::string out = "'";
+  const std::string_view shown = text.substr(0, max_bytes);
+  for (std::size_t i = 0; i < shown.size();) {
+    const auto b = static_cast<unsigned char>(shown[i]);
+    const std::size_t valid = first_invalid_utf8(shown.substr(i, b < 0xC0 ? 1 : b < 0xE0 ? 2 : b < 0xF0 ? 3 : 4));
+    if (b >= 0x80 && valid > 0) {  // a whole well-formed character
+      out.append(shown.substr(i, valid));
+      i += valid;
+      continue;
+    }
+    if (b == '\n') out += "\\n";
+    else if (b == '\t') out += "\\t";
+    else if (b == '\\' || b == '\'') out += '\\', out += static_cast<char>(b);
+    else if (b < 0x20 || b >= 0x7F) out += "\\x", out += hex[b >> 4], out += hex[b & 15];
+    else out += static_cast<char>(b);
+    ++i;
+  }
+  return out + (text.size() > max_bytes ? "...'" : "'");
+}
+
 std::string decode_utf8_lossy(std::string_view bytes) {
   Utf8Decoder d;
   std::string out = d.push(bytes);  // before finish(): the operands of + have no order

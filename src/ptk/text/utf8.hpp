@@ -28,6 +28,10 @@ class Utf8Decoder {
   char pending_[4] = {};
 };
 
+// `text` in single quotes for a one-line message: control characters, DEL and bytes that are not well-formed UTF-8
+// written as \n, \t, \xNN (a file's token may hold a newline), cut after max_bytes with "...".
+std::string quote(std::string_view text, std::size_t max_bytes = 64);
+
 // The whole of `bytes` decoded at once (push then finish).
 std::string decode_utf8_lossy(std::string_view bytes);
 

@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""Writes the fuzz targets' seed corpora (fuzz/corpus/<target>/): small valid inputs of each format, written here
+independently of ptk (NumPy, Python's json and zlib, Debian's spm_train), so that the fuzzer starts from inputs that
+reach deep into each reader. Run from the repository root with Debian's python3; the output is committed."""
+import io, json, os, struct, subprocess, tempfile, zlib
+
+import numpy as np
+
+root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
+
+
+def put(target, name, data):
+    os.makedirs(os.path.join(root, target), exist_ok=True)
+    with open(os.path.join(root, target, name), "wb") as f:
+        f.write(data if isinstance(data, bytes) else data.encode())
+
+
+def npy(a):
+    b = io.BytesIO()
+    np.save(b, a)
+    return b.getvalue()
+
+
+put("npy", "f32_2x3.npy", npy(np.arange(6, dtype="<f4").reshape(2, 3)))
+put("npy", "f16_3.npy", npy(np.array([1.5, -np.inf, np.nan], dtype="<f2")))
+put("npy", "u16_bf16_2x2.npy", npy(np.array([[0x3F80, 0x7FC0], [0x0001, 0xFF80]], dtype="<u2")))
+put("npy", "i32_ids.npy", npy(np.array([[1, 2, 3]], dtype="<i4")))
+put("npy", "i64_ids.npy", npy(np.array([7, 0], dtype="<i8")))
+put("npy", "f32_scalar.npy", npy(np.float32(3.0).reshape(())))
+
+
+def safetensors(tensors, metadata=None, stamp=False):
+    header, data = {}, b""
+    for name, a in tensors.items():
+        raw = a.astype("<f4").tobytes()
+        header[name] = {"dtype": "F32", "shape": list(a.shape), "data_offsets": [len(data), len(data) + len(raw)]}
+        data += raw
+    if metadata is not None:
+        header["__metadata__"] = dict(metadata)
+    if stamp:  # ptk's two checksums (io/safetensors.hpp): of the data, then of the canonical header without its own
+        m = header["__metadata__"]
+        m["crc32"] = "%08x" % zlib.crc32(data)
+        m["header_crc32"] = "%08x" % zlib.crc32(json.dumps(header, separators=(",", ":"), sort_keys=True).encode())
+    text = json.dumps(header, separators=(",", ":"), sort_keys=True).encode()
+    text += b" " * (-len(text) % 8)
+    return struct.pack("<Q", len(text)) + text + data
+
+
+w = np.linspace(-1, 1, 12, dtype="<f4")
+put("safetensors", "plain.safetensors", safetensors({"a": w.reshape(3, 4), "b": np.zeros(0, "<f4")}))
+put("safetensors", "stamped.safetensors", safetensors({"wte.weight": w.reshape(4, 3)}, {"step": "3"}, stamp=True))
+
+byte_alphabet = {}
+bs = list(range(33, 127)) + list(range(161, 173)) + list(range(174, 256))
+cs, n = bs[:], 0
+for b in range(256):
+    if b not in bs:
+        bs.append(b), cs.append(256 + n)
+        n += 1
+vocab = {chr(c): b for b, c in zip(bs, cs)}
+merges = [("t", "h"), ("th", "e"), ("\u0120", "the"), ("e", "e")]
+for a, b in merges:
+    vocab[a + b] = len(vocab)
+vocab["<|endoftext|>"] = len(vocab)
+put("gpt2_vocab", "tiny", json.dumps(vocab) + "\0#version: 0.2\n" + "".join(f"{a} {b}\n" for a, b in merges))
+
+model = {"type": "BPE", "vocab": vocab, "merges": [f"{a} {b}" for a, b in merges]}
+added = [{"id": vocab["<|endoftext|>"], "content": "<|endoftext|>", "special": True}]
+put("tokenizer_json", "gpt2_style.json", json.dumps({
+    "model": model, "added_tokens": added, "normalizer": None,
+    "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "use_regex": True},
+    "decoder": {"type": "ByteLevel"}, "post_processor": {"type": "ByteLevel"}}))
+put("tokenizer_json", "llama3_style.json", json.dumps({
+    "model": dict(model, merges=[[a, b] for a, b in merges], ignore_merges=True), "added_tokens": added,
+    "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
+        {"type": "Split", "pattern": {"Regex": r"(?i:'s|'t)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|\s+(?!\S)|\s+"},
+         "behavior": "Isolated", "invert": False},
+        {"type": "ByteLevel", "add_prefix_space": False, "use_regex": False}]},
+    "post_processor": {"type": "Sequence", "processors": [
+        {"type": "ByteLevel"},
+        {"type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "<|endoftext|>", "type_id": 0}},
+                                                  {"Sequence": {"id": "A", "type_id": 0}}]}]}}))
+
+text = "In the beginning God created the heaven and the earth. And the earth was without form, and void.\n" * 20
+with tempfile.TemporaryDirectory() as d:
+    with open(os.path.join(d, "t.txt"), "w") as f:
+        f.write(text)
+    for kind in ("unigram", "bpe"):
+        subprocess.run(["spm_train", f"--input={d}/t.txt", f"--model_prefix={d}/{kind}", "--vocab_size=320",
+                        f"--model_type={kind}", "--byte_fallback=true", "--hard_vocab_limit=false", "--normalization_rule_name=identity",
+                        "--minloglevel=2"], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        put("sentencepiece", f"{kind}.model", open(f"{d}/{kind}.model", "rb").read())
+
+for i, line in enumerate(["Hello, world's 42 \U0001F389", "aaaaaaaaaaaaaaaa  the the\tthe\n\n",
+                          "x<|endoftext|>y<|end|>z", "\u00e9\u0301 \u0663 \u180e\u0085\ufeff", "bad \xff"]):
+    put("bpe_encode", f"text{i}", line.encode("utf-8", "surrogateescape") if i < 4 else b"bad \xff\xc3(")
+print("seeds written under", root)
