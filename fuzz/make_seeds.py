@@ -50,6 +50,34 @@ w = np.linspace(-1, 1, 12, dtype="<f4")
 put("safetensors", "plain.safetensors", safetensors({"a": w.reshape(3, 4), "b": np.zeros(0, "<f4")}))
 put("safetensors", "stamped.safetensors", safetensors({"wte.weight": w.reshape(4, 3)}, {"step": "3"}, stamp=True))
 
+def gguf(kv, tensors, alignment=32):
+    """GGUF v3 from its specification: kv = [(key, type id, packed value)], tensors = [(name, ne, ggml type, data)]."""
+    s = lambda x: struct.pack("<Q", len(x)) + x
+    b = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(kv))
+    for key, t, v in kv:
+        b += s(key.encode()) + struct.pack("<I", t) + v
+    offset, data = 0, b""
+    for name, ne, t, raw in tensors:
+        b += s(name.encode()) + struct.pack("<I", len(ne)) + b"".join(struct.pack("<Q", n) for n in ne)
+        b += struct.pack("<IQ", t, offset)
+        data += raw + b"\0" * (-len(raw) % alignment)
+        offset = len(data)
+    return b + b"\0" * (-len(b) % alignment) + data
+
+
+strings = lambda xs: struct.pack("<IQ", 8, len(xs)) + b"".join(struct.pack("<Q", len(x)) + x for x in xs)
+q8 = struct.pack("<e", 0.5) + bytes(range(32))
+q4 = struct.pack("<e", 0.25) + bytes(range(16))
+put("gguf", "llama_like.gguf", gguf(
+    [("general.architecture", 8, struct.pack("<Q", 5) + b"llama"), ("llama.block_count", 4, struct.pack("<I", 1)),
+     ("tokenizer.ggml.tokens", 9, strings([b"<unk>", b"<s>", b"\xe2\x96\x81the"])),
+     ("tokenizer.ggml.scores", 9, struct.pack("<IQ", 6, 3) + struct.pack("<3f", 0, 0, -1)),
+     ("general.alignment", 4, struct.pack("<I", 64))],
+    [("token_embd.weight", [4, 3], 0, np.arange(12, dtype="<f4").tobytes()),
+     ("blk.0.attn_q.weight", [32, 2], 8, q8 * 2), ("blk.0.ffn_up.weight", [32, 1], 2, q4),
+     ("output_norm.weight", [4], 1, np.ones(4, "<f2").tobytes()), ("bf", [2], 30, b"\x80\x3f\x00\x40")],
+    alignment=64))
+
 byte_alphabet = {}
 bs = list(range(33, 127)) + list(range(161, 173)) + list(range(174, 256))
 cs, n = bs[:], 0

@@ -3,7 +3,7 @@
 #
 #   scripts/fuzz.sh [--seconds N] [--jobs J] [TARGET ...]     (default: every target, 10 s each)
 #
-# Targets (fuzz/<target>_fuzz.cpp): npy, safetensors, tokenizer_json, gpt2_vocab, sentencepiece, bpe_encode. Each is
+# Targets (fuzz/<target>_fuzz.cpp): npy, safetensors, gguf, tokenizer_json, gpt2_vocab, sentencepiece, bpe_encode. Each is
 # built into build/fuzz/ from the reader's own sources (no Kokkos library; npy.cpp sees the headers of the cpu
 # preset's Kokkos, which scripts/bootstrap.sh cpu installs), then runs for N seconds from its committed seeds
 # (fuzz/corpus/<target>/, written by fuzz/make_seeds.py) and what it has found before (build/fuzz/corpus/<target>/,
@@ -21,7 +21,7 @@ while [ $# -gt 0 ]; do
     *) targets+=("$1"); shift ;;
   esac
 done
-[ ${#targets[@]} -gt 0 ] || targets=(npy safetensors tokenizer_json gpt2_vocab sentencepiece bpe_encode)
+[ ${#targets[@]} -gt 0 ] || targets=(npy safetensors gguf tokenizer_json gpt2_vocab sentencepiece bpe_encode)
 command -v clang++ >/dev/null || { echo "fuzz: clang++ not found (Debian: apt-get install clang)" >&2; exit 2; }
 kokkos=${PTK_CACHE:-$HOME/.cache/ptk}/kokkos-3.4.01/cpu/include
 [ -f "$kokkos/Kokkos_Core.hpp" ] || { echo "fuzz: no Kokkos headers in $kokkos (run scripts/bootstrap.sh cpu)" >&2; exit 2; }
@@ -33,6 +33,7 @@ flags=(-std=c++17 -O1 -g -fno-omit-frame-pointer -march=native -fopenmp -fsaniti
 declare -A sources=(
   [npy]="src/ptk/io/npy.cpp src/ptk/io/npy_header.cpp src/ptk/io/atomic_file.cpp"
   [safetensors]="src/ptk/io/safetensors.cpp src/ptk/io/atomic_file.cpp"
+  [gguf]="src/ptk/io/gguf.cpp src/ptk/io/atomic_file.cpp"
 )
 text_sources="src/ptk/io/atomic_file.cpp $(ls src/ptk/text/*.cpp | tr '\n' ' ')"
 text_libs="$(pkg-config --libs libpcre2-8 sentencepiece)"
@@ -42,7 +43,8 @@ build() {  # build TARGET: objects once each (ccache where present), then the fu
   local t=$1 objs=() src obj
   for src in ${sources[$t]}; do
     obj=$out/obj/$(echo "$src" | tr / _).o
-    if [ ! -f "$obj" ] || [ "$src" -nt "$obj" ]; then
+    # Rebuilt when its source or any header is newer (a header change reaches every object that may include it).
+    if [ ! -f "$obj" ] || [ "$src" -nt "$obj" ] || [ -n "$(find src/ptk fuzz -name '*.hpp' -newer "$obj" | head -1)" ]; then
       clang++ "${flags[@]}" -fsanitize=fuzzer-no-link -c "$src" -o "$obj" || return 1
     fi
     objs+=("$obj")

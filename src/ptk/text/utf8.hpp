@@ -8,11 +8,12 @@
 #include <string>
 #include <string_view>
 
+#include "ptk/core/quote.hpp"
+
 namespace ptk::text {
 
-// The offset of the first byte that is not part of well-formed UTF-8 (overlongs, surrogates, > U+10FFFF and
-// truncated sequences are not), or text.size() when all of it is.
-std::size_t first_invalid_utf8(std::string_view text);
+using ptk::first_invalid_utf8;
+using ptk::quote;
 
 // Bytes in, well-formed UTF-8 out. push() returns the characters completed by `bytes` (an incomplete sequence at
 // the end waits for the next push); finish() returns U+FFFD if one was left incomplete.
@@ -27,10 +28,6 @@ class Utf8Decoder {
   unsigned char lower_ = 0x80, upper_ = 0xBF;
   char pending_[4] = {};
 };
-
-// `text` in single quotes for a one-line message: control characters, DEL and bytes that are not well-formed UTF-8
-// written as \n, \t, \xNN (a file's token may hold a newline), cut after max_bytes with "...".
-std::string quote(std::string_view text, std::size_t max_bytes = 64);
 
 // The whole of `bytes` decoded at once (push then finish).
 std::string decode_utf8_lossy(std::string_view bytes);
