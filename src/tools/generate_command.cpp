@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <iomanip>
 #include <iostream>
+#include <memory>
+#include <optional>
 #include <sstream>
 #include <unistd.h>
 
@@ -18,6 +20,7 @@
 #include "ptk/core/dtype.hpp"
 #include "ptk/nn/inference.hpp"
 #include "ptk/nn/memory_estimate.hpp"
+#include "ptk/text/tokenizer.hpp"
 #include "train_watch.hpp"
 
 namespace ptk::tools {
@@ -25,7 +28,7 @@ namespace ptk::tools {
 namespace {
 
 struct Options {
-  std::string load, prompt, prompt_file, device = "default", dtype = "f32", kv_dtype = "f32";
+  std::string load, tokenizer, prompt, prompt_file, device = "default", dtype = "f32", kv_dtype = "f32";
   int n = 256;
   float temperature = 1.0f, top_p = 1.0f;
   int top_k = 0;
@@ -60,6 +63,26 @@ std::vector<int> encode_prompt(const std::string& prompt, const nn::Vocab& vocab
   return ids;
 }
 
+// The tokenizer a checkpoint trained on a tokenizer's ids needs (--tokenizer, the same one); none for a byte model.
+std::shared_ptr<const text::Tokenizer> tokenizer_for(const Options& o, const nn::Vocab& vocab) {
+  const std::string& stored = vocab.tokenizer();
+  if (o.tokenizer.empty()) {
+    if (!stored.empty())
+      throw UsageError{"generate: " + o.load + " was trained on the ids of a tokenizer (" + stored + "): give it with --tokenizer"};
+    return nullptr;
+  }
+  std::shared_ptr<const text::Tokenizer> t;
+  try {
+    t = text::load_tokenizer(o.tokenizer);
+  } catch (const Error& e) {
+    throw UsageError{"generate: --tokenizer " + std::string(e.what())};
+  }
+  if (t->fingerprint() != stored)
+    throw UsageError{"generate: --tokenizer " + o.tokenizer + " is " + t->fingerprint() + ", but " + o.load +
+                     " was trained on " + (stored.empty() ? std::string("bytes") : stored)};
+  return t;
+}
+
 std::string rate(int tokens, double seconds) {
   std::ostringstream s;
   s << tokens << " tokens in " << std::fixed << std::setprecision(1) << seconds * 1e3 << " ms ("
@@ -73,10 +96,12 @@ int generate_command(const Args& args) {
   Options o;
   CLI::App app{"Generate text from a checkpoint of ptk train, with a KV cache.", "ptk generate"};
   app.add_option("--load", o.load, "the checkpoint (its model file)")->required()->check(file_name());
+  app.add_option("--tokenizer", o.tokenizer, "the tokenizer a model trained with ptk train --tokenizer needs (the same)")
+      ->check(file_name());
   auto* prompt = app.add_option("--prompt", o.prompt, "the text to continue (default: a newline)");
   app.add_option("--prompt-file", o.prompt_file, "read the prompt from FILE (a regular file)")
       ->excludes(prompt)->check(file_name());
-  auto* n = app.add_option("-n", o.n, "bytes to generate (at most block_size + 1 - the prompt's length)")
+  auto* n = app.add_option("-n", o.n, "tokens to generate: bytes, or the tokenizer's (at most block_size + 1 - the prompt's length)")
                 ->capture_default_str()->check(whole_number(0, 1 << 30));
   app.add_option("--temperature", o.temperature, "0: greedy; below 1 sharper, above 1 flatter")
       ->capture_default_str()->check(temperature());
@@ -99,21 +124,31 @@ int generate_command(const Args& args) {
   const ag::Device device = ag::parse_device(o.device);
   const nn::Checkpoint checkpoint = nn::load_checkpoint(o.load, /*with_training_state=*/false);
   const nn::DecoderConfig& config = checkpoint.config;
-  std::string text = !o.prompt_file.empty() ? read_prompt_file(o.prompt_file, config.block_size) : o.prompt;
+  const auto tokenizer = tokenizer_for(o, checkpoint.vocab);
+  const char* unit = tokenizer ? "tokens" : "bytes";
+  // A token is at most a few dozen bytes: a prompt file past 64 bytes a position cannot fit the block.
+  const int max_prompt_bytes = tokenizer ? 64 * config.block_size : config.block_size;
+  std::string text = !o.prompt_file.empty() ? read_prompt_file(o.prompt_file, max_prompt_bytes) : o.prompt;
   if (text.empty()) {
-    if (!checkpoint.vocab.contains('\n'))
+    if (!tokenizer && !checkpoint.vocab.contains('\n'))
       throw UsageError{"generate: the model's vocabulary has no newline to start from; give --prompt"};
     text = "\n";
   }
-  const std::vector<int> ids = encode_prompt(text, checkpoint.vocab);
+  std::vector<int> ids;
+  try {
+    ids = tokenizer ? tokenizer->encode(text, /*parse_special=*/false) : encode_prompt(text, checkpoint.vocab);
+  } catch (const InputError& e) {
+    throw UsageError{"generate: the prompt: " + std::string(e.what())};
+  }
+  if (ids.empty()) throw UsageError{"generate: the prompt has no tokens (the tokenizer drops it); give another --prompt"};
   const int P = static_cast<int>(ids.size());
   if (P > config.block_size)
-    throw UsageError{"generate: the prompt's " + std::to_string(P) + " bytes exceed the model's block_size " +
+    throw UsageError{"generate: the prompt's " + std::to_string(P) + " " + unit + " exceed the model's block_size " +
                      std::to_string(config.block_size)};
   const int room = config.block_size + 1 - P;  // the last new token is drawn, never run
   if (n->count() == 0) o.n = std::min(o.n, room);
   if (o.n > room)
-    throw UsageError{"generate: the prompt's " + std::to_string(P) + " bytes + -n " + std::to_string(o.n) +
+    throw UsageError{"generate: the prompt's " + std::to_string(P) + " " + unit + " + -n " + std::to_string(o.n) +
                      " need a context of " + std::to_string(P + o.n - 1) + " positions, beyond the model's block_size " +
                      std::to_string(config.block_size) + " (at most -n " + std::to_string(room) + ")"};
   const auto need = nn::estimate_inference_memory({config.n_layer, config.n_head, config.n_embd, std::max(P, P + o.n - 1),
@@ -137,8 +172,18 @@ int generate_command(const Args& args) {
   const SampleStream stream(isatty(STDOUT_FILENO) != 0);
   for (unsigned char c : text) stream(c);
   check_stdout("generate");
-  const auto stats = nn::generate(model, ids, 1, options,
-                                  [&](int, int token) { stream(checkpoint.vocab.byte(token)); });
+  // A tokenizer's new tokens are decoded after the prompt's (SentencePiece drops a space only at a text's start).
+  std::optional<text::TokenStream> decoder;
+  if (tokenizer) {
+    decoder.emplace(*tokenizer);
+    for (int id : ids) decoder->push(id);
+  }
+  const auto stats = nn::generate(model, ids, 1, options, [&](int, int token) {
+    if (!decoder) return stream(checkpoint.vocab.byte(token));
+    for (char c : decoder->push(token)) stream(static_cast<unsigned char>(c));
+  });
+  if (decoder)
+    for (char c : decoder->finish()) stream(static_cast<unsigned char>(c));
   std::cout << std::endl;
   check_stdout("generate");
   std::cerr << "prefill: " << rate(stats.prompt_tokens, stats.prefill_seconds) << "; decode: "

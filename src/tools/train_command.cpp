@@ -16,6 +16,7 @@
 #include "ptk/dist/comm.hpp"
 #include "ptk/io/atomic_file.hpp"
 #include "ptk/nn/data_parallel.hpp"
+#include "ptk/nn/inference.hpp"
 #include "ptk/nn/optimizer.hpp"
 #include "train_loop.hpp"
 #include "train_options.hpp"
@@ -101,6 +102,7 @@ void print_run(const Options& o, const TrainRun& t, const nn::Decoder& model, ag
   const nn::DecoderConfig& config = t.config;
   const bool llama = config.arch == nn::Arch::llama;
   std::cout << "data   " << t.data_path << ": " << t.text.size() << " bytes, vocabulary " << t.data.vocab.size()
+            << (t.tokenizer ? " of " + t.tokenizer->fingerprint() : std::string(" bytes"))
             << " (ln V = " << fixed(std::log(static_cast<double>(t.data.vocab.size())), 4) << "), " << t.data.train.size()
             << " train / " << t.data.val.size() << " validation tokens\n"
             << "model  " << (llama ? "llama, " : "") << config.n_layer << " layers, " << config.n_head << " heads"
@@ -120,6 +122,30 @@ void print_run(const Options& o, const TrainRun& t, const nn::Decoder& model, ag
               << t.text.size() << " bytes, CRC " << t.text_crc << "): its batches differ from the original run's\n";
 }
 
+// --sample's text: N tokens drawn from a newline (the first validation token where a newline is not one token),
+// streamed as they come (through the tokenizer's decoder for a subword model).
+void print_sample(const nn::Decoder& model, const TrainRun& t, int n) {
+  const SampleStream out(isatty(STDOUT_FILENO) != 0);
+  std::cout << "sample (" << n << (t.tokenizer ? " tokens" : " bytes") << ", seed " << t.run.seed << "):\n" << std::flush;
+  if (!t.tokenizer) {
+    const int start = t.data.vocab.contains('\n') ? t.data.vocab.id('\n') : 0;
+    nn::generate(model, t.data.vocab, start, n, t.run.seed + 2, out);
+  } else {
+    const auto newline = t.tokenizer->encode("\n", false);
+    const int start = newline.size() == 1 ? newline[0] : t.data.val.empty() ? 0 : t.data.val[0];
+    nn::GenerateOptions options;
+    options.new_tokens = n;
+    options.seed = t.run.seed + 2;
+    options.slide = true;
+    text::TokenStream stream(*t.tokenizer);
+    nn::generate(model, {start}, 1, options, [&](int, int token) {
+      for (char c : stream.push(token)) out(static_cast<unsigned char>(c));
+    });
+    for (char c : stream.finish()) out(static_cast<unsigned char>(c));
+  }
+  std::cout << std::endl;
+}
+
 // After the steps (or without any): the last save or --eval-only's export, the validation loss, the sample.
 int finish(Loop& loop, const nn::Decoder& model, bool root) {
   const Options& o = loop.options;
@@ -137,13 +163,9 @@ int finish(Loop& loop, const nn::Decoder& model, bool root) {
               << ")\n";
   }
   if (loop.evaluated_step != step || !t.train) loop.val_loss = loop.optimizer.evaluate(t.data.val, t.run.batch);
-  std::cout << "val loss " << fixed(loop.val_loss, 4) << std::endl;
-  if (o.sample > 0 && root) {
-    const int start = t.data.vocab.contains('\n') ? t.data.vocab.id('\n') : 0;
-    std::cout << "sample (" << o.sample << " bytes, seed " << t.run.seed << "):\n" << std::flush;
-    nn::generate(model, t.data.vocab, start, o.sample, t.run.seed + 2, SampleStream(isatty(STDOUT_FILENO) != 0));
-    std::cout << std::endl;
-  }
+  std::cout << "val loss " << fixed(loop.val_loss, 4) << "\nval bits per byte " << fixed(bits_per_byte(loop.val_loss, t), 4)
+            << std::endl;
+  if (o.sample > 0 && root) print_sample(model, t, o.sample);
   return 0;
 }
 

@@ -9,7 +9,7 @@
 namespace ptk::tools {
 
 struct Options {
-  std::string data, save, load, log, device = "default", arch = "gpt2", dtype = "f32";
+  std::string data, save, load, log, tokenizer, device = "default", arch = "gpt2", dtype = "f32";
   int steps = 1500, batch = 16, block = 64, layers = 4, heads = 4, kv_heads = 0, width = 128, sample = 0,
       save_every = 0, eval_every = 0;
   float lr = 2e-3f, bucket_mb = 25.0f;

@@ -3,6 +3,7 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <cmath>
 #include <fstream>
 #include <limits>
 
@@ -41,9 +42,51 @@ void check_agrees(const CLI::Option* opt, int given, int stored, const char* key
                      key + " " + std::to_string(stored) + " (leave it out to use the checkpoint's)"};
 }
 
+// --tokenizer's tokenizer; a file it cannot read or does not support is the command line's fault.
+std::shared_ptr<const text::Tokenizer> load_tokenizer(const std::string& path) {
+  try {
+    return text::load_tokenizer(path);
+  } catch (const Error& e) {
+    throw UsageError{"train: --tokenizer " + std::string(e.what())};
+  }
+}
+
+// The text as the model's tokens: its bytes, or the tokenizer's ids of it (no BOS: one continuous text).
+nn::Dataset tokens_of(const TrainRun& t, const nn::Vocab& vocab) {
+  if (!t.tokenizer) return nn::Dataset::from_text(t.text, vocab);
+  try {
+    return nn::Dataset::from_tokens(t.tokenizer->encode(t.text, /*parse_special=*/false), vocab);
+  } catch (const Error& e) {
+    throw UsageError{"train: --data " + t.data_path + ": " + e.what()};
+  }
+}
+
+// A checkpoint trained on a tokenizer's ids continues only with that tokenizer, and a byte model only without one.
+void check_same_tokenizer(const Options& o, const TrainRun& t) {
+  const std::string& stored = t.checkpoint.vocab.tokenizer();
+  const std::string given = t.tokenizer ? t.tokenizer->fingerprint() : "";
+  if (stored == given) return;
+  if (given.empty())
+    throw UsageError{"train: " + o.load + " was trained on the ids of a tokenizer (" + stored + "): give it with --tokenizer"};
+  throw UsageError{"train: --tokenizer " + o.tokenizer + " is " + given + ", but " + o.load + " was trained on " +
+                   (stored.empty() ? std::string("bytes") : stored)};
+}
+
+// The bytes of text the validation windows' targets stand for (nn::evaluate's windows: consecutive, T + 1 tokens,
+// the first of each only an input).
+double val_target_bytes(const TrainRun& t) {
+  const std::size_t T = static_cast<std::size_t>(t.config.block_size);
+  double bytes = 0;
+  for (std::size_t w = 0; (w + 1) * (T + 1) <= t.data.val.size(); ++w)
+    for (std::size_t j = 1; j <= T; ++j)
+      bytes += t.tokenizer ? static_cast<double>(t.tokenizer->token_bytes(t.data.val[w * (T + 1) + j], false).size()) : 1.0;
+  return bytes;
+}
+
 // The model's configuration and the tokens: the checkpoint's architecture and vocabulary with --load (a model option
 // given again must agree with it), else the options' and the text's own.
 void resolve_model(const Options& o, const Given& given, TrainRun& t) {
+  if (!o.tokenizer.empty()) t.tokenizer = load_tokenizer(o.tokenizer);
   t.config = nn::DecoderConfig{o.layers, o.heads, o.width, o.block, 0};
   t.config.arch = nn::parse_arch(o.arch);
   t.config.n_kv_head = o.kv_heads;
@@ -58,18 +101,21 @@ void resolve_model(const Options& o, const Given& given, TrainRun& t) {
     check_agrees(given.width, o.width, stored.n_embd, "n_embd");
     check_agrees(given.block, o.block, stored.block_size, "block_size");
     t.config = stored;
+    check_same_tokenizer(o, t);
     try {
-      t.data = nn::Dataset::from_text(t.text, t.checkpoint.vocab);
-    } catch (const Error& e) {
+      t.data = tokens_of(t, t.checkpoint.vocab);
+    } catch (const InputError& e) {
       throw UsageError{"train: " + t.data_path + " does not fit the checkpoint's vocabulary: " + e.what()};
     }
   } else {
     if (given.kv_heads->count() > 0 && t.config.arch != nn::Arch::llama)
       throw UsageError{"train: --kv-heads is for --arch llama (gpt2 has one key/value head per query head)"};
-    t.data = nn::Dataset::from_text(t.text);
+    t.data = t.tokenizer ? tokens_of(t, nn::Vocab::of_tokenizer(t.tokenizer->vocab_size(), t.tokenizer->fingerprint()))
+                         : nn::Dataset::from_text(t.text);
     t.config.vocab_size = t.data.vocab.size();
   }
   nn::check_config(t.config);
+  t.val_target_bytes = val_target_bytes(t);
 }
 
 // A resumed run keeps its settings; one given again with another value changes it, and says so.
@@ -155,6 +201,7 @@ std::vector<std::pair<std::string, std::string>> agreement(const Options& o, con
           {"width", std::to_string(c.n_embd)},
           {"block", std::to_string(c.block_size)},
           {"vocab", std::to_string(c.vocab_size)},
+          {"tokenizer", t.data.vocab.tokenizer()},
           {"run", run.id},
           {"start_step", std::to_string(run.step)},
           {"steps", std::to_string(run.schedule.steps)},
@@ -197,6 +244,12 @@ TrainRun resolve_run(const Options& o, const Given& given, dist::Comm& comm, ag:
     throw dist::CollectiveError("train: --batch " + std::to_string(t.run.batch) + " cannot give each of the " +
                                 std::to_string(comm.size()) + " ranks a window (the global batch is split across them)");
   return t;
+}
+
+double bits_per_byte(double val_loss, const TrainRun& t) {
+  const std::size_t T = static_cast<std::size_t>(t.config.block_size);
+  const double targets = static_cast<double>(t.data.val.size() / (T + 1) * T);
+  return t.val_target_bytes > 0 ? val_loss * targets / t.val_target_bytes / std::log(2.0) : 0.0;
 }
 
 void check_memory(const nn::DecoderConfig& c, int windows, bool training, ag::Device device, DType dtype) {

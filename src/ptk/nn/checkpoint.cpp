@@ -127,9 +127,9 @@ io::Safetensors to_safetensors(const NamedParameters& params) {
 
 std::map<std::string, std::string> model_metadata(const Decoder& model, const Vocab& vocab, int step) {
   const auto& c = model.config();
-  require(vocab.size() == c.vocab_size, "checkpoint: the vocabulary has ", vocab.size(), " bytes, the model ",
+  require(vocab.size() == c.vocab_size, "checkpoint: the vocabulary has ", vocab.size(), " ids, the model ",
           c.vocab_size);
-  return {{"arch", to_string(c.arch)},
+  std::map<std::string, std::string> m = {{"arch", to_string(c.arch)},
           {"n_layer", std::to_string(c.n_layer)},
           {"n_head", std::to_string(c.n_head)},
           {"n_kv_head", std::to_string(kv_heads(c))},
@@ -139,8 +139,11 @@ std::map<std::string, std::string> model_metadata(const Decoder& model, const Vo
           {"vocab_size", std::to_string(c.vocab_size)},
           {"rope_base", exact(c.rope_base)},
           {"norm_eps", exact(c.norm_eps)},
-          {"vocab", vocab_to_string(vocab)},
           {"step", std::to_string(step)}};
+  // A byte model lists its bytes; a model trained on a tokenizer's ids names the tokenizer (its fingerprint).
+  if (vocab.tokenizer().empty()) m["vocab"] = vocab_to_string(vocab);
+  else m["tokenizer"] = vocab.tokenizer();
+  return m;
 }
 
 std::map<std::string, std::string> run_metadata(const RunState& r, int optimizer_steps) {
@@ -292,7 +295,7 @@ TrainingState load_training_state(const std::string& path, const Checkpoint& ck,
 Checkpoint load_checkpoint(const std::string& path, bool with_training_state) {
   const io::Safetensors st = io::read_safetensors(path);
   const auto& meta = st.metadata;
-  if (meta.count("n_layer") || meta.count("vocab")) require_checksums(meta, path);
+  if (meta.count("n_layer") || meta.count("vocab") || meta.count("tokenizer")) require_checksums(meta, path);
   Checkpoint ck;
   // A file without "arch" predates the Llama decoder: it is gpt2, and its absent keys take gpt2's defaults.
   if (meta.count("arch")) {
@@ -312,7 +315,15 @@ Checkpoint load_checkpoint(const std::string& path, bool with_training_state) {
   ck.config.block_size = metadata_int(meta, path, "block_size");
   ck.config.vocab_size = metadata_int(meta, path, "vocab_size");
   ck.step = metadata_int(meta, path, "step");
-  ck.vocab = parse_vocab(metadata_text(meta, path, "vocab"), path);
+  if (meta.count("tokenizer") && !meta.count("vocab")) {
+    try {
+      ck.vocab = Vocab::of_tokenizer(ck.config.vocab_size, meta.at("tokenizer"));
+    } catch (const Error& e) {
+      throw foreign(path, std::string("__metadata__ 'tokenizer': ") + e.what());
+    }
+  } else {
+    ck.vocab = parse_vocab(metadata_text(meta, path, "vocab"), path);
+  }
   if (ck.vocab.size() != ck.config.vocab_size)
     throw foreign(path, "vocab lists " + std::to_string(ck.vocab.size()) + " bytes but vocab_size is " +
                             std::to_string(ck.config.vocab_size));

@@ -5,7 +5,9 @@
 // GPT-2's or Hugging Face Llama's) and, in __metadata__, arch ("gpt2" or "llama"), n_layer, n_head, n_kv_head
 // (kv_heads: n_head for gpt2), n_embd, ffn_hidden (mlp_hidden: 4·n_embd for gpt2), block_size, vocab_size,
 // rope_base and norm_eps (floats in 9 significant digits; rope_base unused by gpt2), vocab (the byte values in id
-// order, comma-separated decimal), step, and io's two CRC-32s (data, header). It is exactly the model: any
+// order, comma-separated decimal) or, for a model trained on a tokenizer's ids, tokenizer (its fingerprint:
+// "SentencePiece crc32:1a2b3c4d"; a run or generation with another tokenizer is refused), step, and io's two
+// CRC-32s (data, header). It is exactly the model: any
 // reader of the architecture loads it. A file without arch (written before the Llama decoder) is gpt2, and
 // loads with gpt2's defaults for the keys it lacks.
 //

@@ -47,15 +47,30 @@ class Vocab {
     return v;
   }
 
-  int size() const { return static_cast<int>(bytes_.size()); }
-  // The vocabulary's bytes in id order.
+  // A tokenizer's vocabulary (ptk train --tokenizer): `size` ids, named by the tokenizer's fingerprint (a
+  // description and the CRC-32 of its files: text::Tokenizer::fingerprint). Text goes through that tokenizer
+  // (ptk/text, a library the model layer does not link), not through this class: its byte methods refuse.
+  static Vocab of_tokenizer(int size, const std::string& fingerprint) {
+    require(size > 0 && !fingerprint.empty(), "vocab: a tokenizer's vocabulary needs a size and a fingerprint");
+    Vocab v;
+    v.size_ = size;
+    v.tokenizer_ = fingerprint;
+    return v;
+  }
+
+  int size() const { return tokenizer_.empty() ? static_cast<int>(bytes_.size()) : size_; }
+  // "" for a byte vocabulary; else the tokenizer's fingerprint.
+  const std::string& tokenizer() const { return tokenizer_; }
+  // The vocabulary's bytes in id order (none for a tokenizer's).
   const std::string& bytes() const { return bytes_; }
   bool contains(unsigned char b) const { return id_[b] >= 0; }
   int id(unsigned char b) const {
+    require_bytes();
     require(id_[b] >= 0, "vocab: byte ", static_cast<int>(b), " is not in the vocabulary (", size(), " bytes)");
     return id_[b];
   }
   unsigned char byte(int id) const {
+    require_bytes();
     require(id >= 0 && id < size(), "vocab: token id ", id, " is outside [0, ", size(), ")");
     return static_cast<unsigned char>(bytes_[static_cast<std::size_t>(id)]);
   }
@@ -77,8 +92,14 @@ class Vocab {
   void clear_ids() {
     for (auto& i : id_) i = -1;
   }
+  void require_bytes() const {
+    require(tokenizer_.empty(), "vocab: the model's ids are a tokenizer's (", tokenizer_,
+            "), not bytes: text goes through that tokenizer");
+  }
   std::string bytes_;
   int id_[256];
+  int size_ = 0;
+  std::string tokenizer_;
 };
 
 struct Dataset {
@@ -92,6 +113,17 @@ struct Dataset {
     Dataset d;
     d.vocab = vocab;
     const auto tokens = d.vocab.encode(text);
+    const auto cut = static_cast<std::ptrdiff_t>(tokens.size() * 9 / 10);
+    d.train.assign(tokens.begin(), tokens.begin() + cut);
+    d.val.assign(tokens.begin() + cut, tokens.end());
+    return d;
+  }
+
+  // Tokens already made (by a tokenizer, ptk train --tokenizer): split as from_text splits.
+  static Dataset from_tokens(const std::vector<int>& tokens, const Vocab& vocab) {
+    Dataset d;
+    d.vocab = vocab;
+    for (int t : tokens) require(t >= 0 && t < vocab.size(), "data: token id ", t, " is outside the vocabulary of ", vocab.size());
     const auto cut = static_cast<std::ptrdiff_t>(tokens.size() * 9 / 10);
     d.train.assign(tokens.begin(), tokens.begin() + cut);
     d.val.assign(tokens.begin() + cut, tokens.end());

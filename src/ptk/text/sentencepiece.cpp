@@ -74,6 +74,7 @@ class SentencePiece final : public Tokenizer {
  private:
   static std::string one_line(std::string s) {
     for (char& c : s) if (c == '\n') c = ' ';
+    while (!s.empty() && s.back() == ' ') s.pop_back();
     return s;
   }
   std::string path_;

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "ptk/core/error.hpp"
+#include "ptk/io/safetensors.hpp"
 #include "ptk/text/tokenizer_files.hpp"
 
 namespace ptk::text {
@@ -57,20 +58,31 @@ std::string dir_name(const std::string& path) {
 }
 
 // vocab.json pairs with merges.txt, encoder.json with vocab.bpe (OpenAI's names for the same two files).
-std::unique_ptr<Tokenizer> gpt2_pair(const std::string& dir, const std::string& vocab, const std::string& merges) {
+std::unique_ptr<Tokenizer> gpt2_pair(const std::string& dir, const std::string& vocab, const std::string& merges,
+                                     std::vector<std::string>& used) {
   const std::string m = dir + "/" + merges;
   if (kind_of(m) == Kind::none)
     throw IoError(dir + "/" + vocab + ": GPT-2's vocabulary needs its merges beside it (" + m + ": not found)");
-  return std::make_unique<ByteLevelBpe>(read_gpt2_files(dir + "/" + vocab, m));
+  used = {dir + "/" + vocab, m};
+  return std::make_unique<ByteLevelBpe>(read_gpt2_files(used[0], used[1]));
 }
 
-std::unique_ptr<Tokenizer> load_file(const std::string& path) {
+// The tokenizer in the file at `path`; `used` receives the files it was read from (for its fingerprint).
+std::unique_ptr<Tokenizer> load_file(const std::string& path, std::vector<std::string>& used) {
   const std::string name = base_name(path), dir = dir_name(path);
-  if (name == "vocab.json" || name == "merges.txt") return gpt2_pair(dir, "vocab.json", "merges.txt");
-  if (name == "encoder.json" || name == "vocab.bpe") return gpt2_pair(dir, "encoder.json", "vocab.bpe");
+  if (name == "vocab.json" || name == "merges.txt") return gpt2_pair(dir, "vocab.json", "merges.txt", used);
+  if (name == "encoder.json" || name == "vocab.bpe") return gpt2_pair(dir, "encoder.json", "vocab.bpe", used);
+  used = {path};
   if (name.size() >= 5 && name.compare(name.size() - 5, 5, ".json") == 0)
     return std::make_unique<ByteLevelBpe>(read_tokenizer_json(path));
   return read_sentencepiece(path);  // tokenizer.model, or spm_train's <prefix>.model
+}
+
+// "<description> crc32:<8 hex digits>" of the files' bytes in order: what a checkpoint records of its tokenizer.
+std::string fingerprint_of(const Tokenizer& t, const std::vector<std::string>& files) {
+  std::string bytes;
+  for (const auto& f : files) bytes += read_tokenizer_file(f);
+  return t.description() + " crc32:" + io::crc32_hex(bytes.data(), bytes.size());
 }
 
 // tokenizer_config.json: "add_bos_token", and "bos_token" / "eos_token" as a string or {"content": ...}.
@@ -111,8 +123,12 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& path) {
   switch (kind_of(path)) {
     case Kind::none:
       throw IoError(path + ": no such file or directory");
-    case Kind::file:
-      return load_file(path);
+    case Kind::file: {
+      std::vector<std::string> used;
+      auto t = load_file(path, used);
+      t->fingerprint_ = fingerprint_of(*t, used);
+      return t;
+    }
     case Kind::directory:
       break;
   }
@@ -120,7 +136,9 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& path) {
   for (const char* name : {"tokenizer.model", "tokenizer.json", "vocab.json", "encoder.json"}) {
     const std::string file = path + "/" + name;
     if (kind_of(file) != Kind::none) {
-      t = load_file(file);
+      std::vector<std::string> used;
+      t = load_file(file, used);
+      t->fingerprint_ = fingerprint_of(*t, used);
       break;
     }
   }

@@ -43,6 +43,10 @@ class Tokenizer {
   std::vector<int> encode_for_model(std::string_view text, bool add_bos = true, bool parse_special = true) const;
   // The text of `ids`: their bytes in order, decoded as UTF-8 with U+FFFD for ill-formed parts.
   std::string decode(const std::vector<int>& ids) const;
+  // "SentencePiece crc32:1a2b3c4d": the description and the CRC-32 of the files load_tokenizer read (the
+  // vocabulary and merges, tokenizer.json or tokenizer.model; not tokenizer_config.json, which changes no id of a
+  // text). A checkpoint trained on the tokenizer records it. Empty for a tokenizer built in memory.
+  const std::string& fingerprint() const { return fingerprint_; }
   const SpecialIds& special_ids() const { return special_; }
   void set_special_ids(const SpecialIds& ids) { special_ = ids; }  // a directory's tokenizer_config.json
 
@@ -50,6 +54,10 @@ class Tokenizer {
   // Throws InputError "token id X is outside the vocabulary of N" (for token_bytes' implementations).
   void check_id(int id) const;
   SpecialIds special_;
+
+ private:
+  friend std::unique_ptr<Tokenizer> load_tokenizer(const std::string& path);
+  std::string fingerprint_;
 };
 
 // Decoding while tokens arrive (ptk generate): push() returns the text the token completes, holding back the bytes

@@ -1,0 +1,59 @@
+#!/bin/bash
+# ptk train and generate on a tokenizer's ids (--tokenizer): a SentencePiece model trained here by spm_train on the
+# KJV text; the run prints its tokenizer and the validation loss in bits per byte; --load --eval-only with the same
+# tokenizer reproduces the val loss; greedy generation repeats and streams text; the checkpoint refuses to go on
+# without its tokenizer, with another one, and a byte model refuses a tokenizer. A byte model's bits per byte are
+# its loss / ln 2.
+# usage: train_tokenizer_test.sh PTK SOURCE_DIR
+set -u
+ptk=$1 src=$2
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+. "$(dirname "$0")/cli_checks.sh"
+text=$src/data/kjv_genesis_exodus.txt
+for kind in unigram bpe; do
+  spm_train --input="$text" --model_prefix="$dir/$kind" --vocab_size=500 --model_type=$kind --minloglevel=2 \
+    >/dev/null 2>&1 || fail "spm_train $kind"
+done
+tiny=(--layers 1 --width 32 --heads 2 --block 32 --batch 4 --device host)
+"$ptk" train "${tiny[@]}" --arch llama --tokenizer "$dir/unigram.model" --steps 30 --save "$dir/sub.safetensors" \
+  --sample 12 >"$dir/train" 2>&1 || fail "train --tokenizer: $(tail -3 "$dir/train")"
+grep -q "^data .*vocabulary 500 of SentencePiece crc32:[0-9a-f]\{8\} " "$dir/train" || fail "no tokenizer in: $(grep ^data "$dir/train")"
+loss=$(sed -n 's/^val loss \([0-9.]*\)$/\1/p' "$dir/train")
+bpb=$(sed -n 's/^val bits per byte \([0-9.]*\)$/\1/p' "$dir/train")
+[ -n "$loss" ] && [ -n "$bpb" ] || fail "no val loss or bits per byte: $(tail -5 "$dir/train")"
+grep -q "^sample (12 tokens" "$dir/train" || fail "no sample"
+echo "ok: trained on 500 SentencePiece ids: val loss $loss, $bpb bits per byte"
+
+"$ptk" train --load "$dir/sub.safetensors" --tokenizer "$dir/unigram.model" --eval-only --device host >"$dir/eval" 2>&1 ||
+  fail "eval-only: $(tail -3 "$dir/eval")"
+[ "$(sed -n 's/^val loss //p' "$dir/eval")" = "$loss" ] || fail "--eval-only gives $(sed -n 's/^val loss //p' "$dir/eval"), the run $loss"
+echo "ok: --load --eval-only --tokenizer reproduces val loss $loss"
+
+"$ptk" generate --load "$dir/sub.safetensors" --tokenizer "$dir/unigram.model" --prompt "And God said" -n 10 \
+  --temperature 0 --device host >"$dir/g1" 2>"$dir/e1" || fail "generate: $(cat "$dir/e1")"
+"$ptk" generate --load "$dir/sub.safetensors" --tokenizer "$dir/unigram.model" --prompt "And God said" -n 10 \
+  --temperature 0 --device host >"$dir/g2" 2>/dev/null
+cmp -s "$dir/g1" "$dir/g2" || fail "greedy generation differs between two runs"
+[ "$(head -c 12 "$dir/g1")" = "And God said" ] || fail "the output does not start with the prompt: $(cat "$dir/g1")"
+grep -q "^prefill: 3 tokens in .*decode: 9 tokens in" "$dir/e1" || fail "speeds not in tokens: $(cat "$dir/e1")"
+echo "ok: generate --tokenizer: greedy repeats: $(cat "$dir/g1")"
+
+expect_refusal "train without the tokenizer" "was trained on the ids of a tokenizer (SentencePiece crc32:" \
+  "$ptk" train --load "$dir/sub.safetensors" --eval-only --device host
+expect_refusal "train with another tokenizer" "bpe.model is SentencePiece crc32:" \
+  "$ptk" train --load "$dir/sub.safetensors" --tokenizer "$dir/bpe.model" --eval-only --device host
+expect_refusal "generate without the tokenizer" "give it with --tokenizer" \
+  "$ptk" generate --load "$dir/sub.safetensors" --prompt x --device host
+expect_refusal "generate with another tokenizer" "but $dir/sub.safetensors was trained on SentencePiece" \
+  "$ptk" generate --load "$dir/sub.safetensors" --tokenizer "$dir/bpe.model" --prompt x --device host
+expect_refusal "a tokenizer that is not one" "not a SentencePiece model" \
+  "$ptk" train "${tiny[@]}" --tokenizer "$text" --steps 1
+
+"$ptk" train "${tiny[@]}" --steps 5 --save "$dir/bytes.safetensors" >"$dir/btrain" 2>&1 || fail "byte run"
+expect_refusal "a byte model with a tokenizer" "but $dir/bytes.safetensors was trained on bytes" \
+  "$ptk" train --load "$dir/bytes.safetensors" --tokenizer "$dir/unigram.model" --eval-only --device host
+bl=$(sed -n 's/^val loss //p' "$dir/btrain") bb=$(sed -n 's/^val bits per byte //p' "$dir/btrain")
+/usr/bin/python3 -c "import math, sys; sys.exit(abs($bl / math.log(2) - $bb) > 1e-4)" ||
+  fail "a byte model's bits per byte $bb is not its loss $bl / ln 2"
+echo "ok: a byte model: $bb bits per byte = val loss $bl / ln 2"
