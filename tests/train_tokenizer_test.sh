@@ -50,7 +50,24 @@ expect_refusal "generate with another tokenizer" "but $dir/sub.safetensors was t
 expect_refusal "a tokenizer that is not one" "not a SentencePiece model" \
   "$ptk" train "${tiny[@]}" --tokenizer "$text" --steps 1
 
+# ptk convert to GGUF: the file llama.cpp reads (tests/llama_cpp_test.sh); what it refuses.
+"$ptk" convert "$dir/sub.safetensors" "$dir/sub.gguf" --tokenizer "$dir/unigram.model" --dtype q4_0 >"$dir/conv" 2>&1 ||
+  fail "convert: $(cat "$dir/conv")"
+grep -q "^wrote $dir/sub.gguf: GGUF v3, llama, 12 tensors (q4_0, norms f32)" "$dir/conv" || fail "convert: $(cat "$dir/conv")"
+expect_refusal "convert without the tokenizer" "give it with --tokenizer" "$ptk" convert "$dir/sub.safetensors" "$dir/x.gguf"
+expect_refusal "convert with another tokenizer" "bpe.model is SentencePiece" \
+  "$ptk" convert "$dir/sub.safetensors" "$dir/x.gguf" --tokenizer "$dir/bpe.model"
+expect_refusal "convert to another format" "DST must end in .gguf" \
+  "$ptk" convert "$dir/sub.safetensors" "$dir/x.safetensors" --tokenizer "$dir/unigram.model"
+mkfifo "$dir/fifo.gguf"
+expect_refusal "convert onto a fifo" "not a regular file" \
+  "$ptk" convert "$dir/sub.safetensors" "$dir/fifo.gguf" --tokenizer "$dir/unigram.model"
+[ ! -e "$dir/x.gguf" ] || fail "a refused convert left a file"
+echo "ok: convert writes GGUF (q4_0) and refuses what it cannot write"
+
 "$ptk" train "${tiny[@]}" --steps 5 --save "$dir/bytes.safetensors" >"$dir/btrain" 2>&1 || fail "byte run"
+expect_refusal "convert a byte model" "byte-vocabulary model, which GGUF cannot describe" \
+  "$ptk" convert "$dir/bytes.safetensors" "$dir/x.gguf"
 expect_refusal "a byte model with a tokenizer" "but $dir/bytes.safetensors was trained on bytes" \
   "$ptk" train --load "$dir/bytes.safetensors" --tokenizer "$dir/unigram.model" --eval-only --device host
 bl=$(sed -n 's/^val loss //p' "$dir/btrain") bb=$(sed -n 's/^val bits per byte //p' "$dir/btrain")

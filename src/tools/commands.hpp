@@ -17,8 +17,9 @@ int op_command(const Args& args);
 int bench_command(const Args& args, const std::string& self_dir);
 int train_command(const Args& args);
 int generate_command(const Args& args);
-// Needs no Kokkos: runs before it starts, in any build.
+// These two need no Kokkos: they run before it starts, in any build.
 int tokenize_command(const Args& args);
+int convert_command(const Args& args);
 
 // Thrown for bad command-line input (ptk/core/error.hpp); main prints "ptk: <message>" and exits with the
 // usage kind's status (exit_status.hpp).

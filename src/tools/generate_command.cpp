@@ -33,6 +33,7 @@ struct Options {
   float temperature = 1.0f, top_p = 1.0f;
   int top_k = 0;
   std::uint64_t seed = 1337;
+  bool ids = false;
 };
 
 // The prompt's bytes, at most the model's block_size of them (a longer prompt cannot run); a file that is not a
@@ -90,12 +91,19 @@ std::string rate(int tokens, double seconds) {
   return s.str();
 }
 
+// The line on stderr: "prefill: N tokens in X ms (Y tokens/s); decode: ...; <device>".
+std::string speeds(const nn::GenerateStats& stats, ag::Device device) {
+  return "prefill: " + rate(stats.prompt_tokens, stats.prefill_seconds) + "; decode: " +
+         rate(std::max(0, stats.new_tokens - 1), stats.decode_seconds) + "; " + ag::describe(device);
+}
+
 }  // namespace
 
 int generate_command(const Args& args) {
   Options o;
   CLI::App app{"Generate text from a checkpoint of ptk train, with a KV cache.", "ptk generate"};
   app.add_option("--load", o.load, "the checkpoint (its model file)")->required()->check(file_name());
+  app.add_flag("--ids", o.ids, "print the new tokens' ids on one line (space-separated) instead of the text");
   app.add_option("--tokenizer", o.tokenizer, "the tokenizer a model trained with ptk train --tokenizer needs (the same)")
       ->check(file_name());
   auto* prompt = app.add_option("--prompt", o.prompt, "the text to continue (default: a newline)");
@@ -170,6 +178,16 @@ int generate_command(const Args& args) {
   options.seed = o.seed;
   options.kv_dtype = kv_dtype;
   const SampleStream stream(isatty(STDOUT_FILENO) != 0);
+  if (o.ids) {  // the ids alone, to compare with another engine's (llama.cpp's) token for token
+    std::string line;
+    const auto stats = nn::generate(model, ids, 1, options, [&](int, int token) {
+      line += (line.empty() ? "" : " ") + std::to_string(token);
+    });
+    std::cout << line << std::endl;
+    check_stdout("generate");
+    std::cerr << speeds(stats, device) << '\n';
+    return 0;
+  }
   for (unsigned char c : text) stream(c);
   check_stdout("generate");
   // A tokenizer's new tokens are decoded after the prompt's (SentencePiece drops a space only at a text's start).
@@ -186,8 +204,7 @@ int generate_command(const Args& args) {
     for (char c : decoder->finish()) stream(static_cast<unsigned char>(c));
   std::cout << std::endl;
   check_stdout("generate");
-  std::cerr << "prefill: " << rate(stats.prompt_tokens, stats.prefill_seconds) << "; decode: "
-            << rate(std::max(0, stats.new_tokens - 1), stats.decode_seconds) << "; " << ag::describe(device) << '\n';
+  std::cerr << speeds(stats, device) << '\n';
   return 0;
 }
 

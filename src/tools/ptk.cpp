@@ -48,6 +48,8 @@ const char* const kUsage = R"(usage:
   ptk tokenize --tokenizer FILE|DIR (--text T | --file F) [--decode] [--no-bos] [--no-parse-special]
                                              ids of a text on one line, space-separated (--decode: the
                                              text of ids); tokenizer.model, tokenizer.json, vocab.json
+  ptk convert SRC.safetensors DST.gguf [--dtype f32|f16|bf16|q8_0|q4_0] [--tokenizer T] [--add-bos]
+                                             a Llama trained with --tokenizer, as GGUF for llama.cpp
 Inputs must be regular files; outputs regular files or new names (not devices, directories or symbolic links).
 Exit status: 0 on success; 2 on bad input, an unreadable or unwritable file, too little memory (one-line message
 on stderr), also when standard output cannot be written (a full disk, /dev/full); 1 on an internal error.
@@ -123,12 +125,13 @@ int run_command(int argc, char** argv) {
                                        std::to_string(ptk::dist::Comm::world().size()) +
                                        " (only train runs data parallel): run it without mpirun");
     if (command == "tokenize") return ptk::tools::tokenize_command(args);  // no Kokkos
+    if (command == "convert") return ptk::tools::convert_command(args);    // no Kokkos
     if (command == "bench") {  // runs its own processes, which start Kokkos
       if (const int status = ptk::runtime::check_can_initialize("ptk")) return status;
       return ptk::tools::bench_command(args, executable_dir());
     }
     if (command != "info" && command != "op" && command != "train" && command != "generate")
-      throw ptk::UsageError("unknown command '" + command + "' (expected info, op, bench, train, generate or tokenize)");
+      throw ptk::UsageError("unknown command '" + command + "' (expected info, op, bench, train, generate, tokenize or convert)");
     // A GPU build on a machine without its GPU: Kokkos::initialize would abort (runtime.hpp), so
     // `info` reports without Kokkos and `op` refuses with one line, exit 2.
     if (ptk::runtime::gpu_build_without_gpu()) {

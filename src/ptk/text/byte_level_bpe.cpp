@@ -110,6 +110,16 @@ std::optional<int> ByteLevelBpe::token_id(std::string_view text) const {
   return it->second;
 }
 
+VocabularyExport ByteLevelBpe::vocabulary() const {
+  VocabularyExport v;
+  v.model = "gpt2";
+  v.tokens = spec_.tokens;
+  v.types.assign(spec_.tokens.size(), 1);
+  for (const auto& a : spec_.added) v.types[static_cast<std::size_t>(a.id)] = a.special ? 3 : 4;
+  for (const auto& [left, right] : spec_.merges) v.merges.push_back(left + " " + right);
+  return v;
+}
+
 std::pair<int, int> ByteLevelBpe::merge_of(int left, int right) const {
   const auto it = merge_.find(pair_key(left, right));
   return it == merge_.end() ? std::make_pair(-1, -1) : it->second;

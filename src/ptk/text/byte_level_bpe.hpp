@@ -52,6 +52,7 @@ class ByteLevelBpe final : public Tokenizer {
   std::string token_bytes(int id, bool first) const override;
 
   std::optional<int> token_id(std::string_view text) const override;
+  VocabularyExport vocabulary() const override;
 
  private:
   void encode_ordinary(std::string_view text, std::vector<int>& out) const;

@@ -66,6 +66,18 @@ class SentencePiece final : public Tokenizer {
     return id;
   }
 
+  VocabularyExport vocabulary() const override {
+    VocabularyExport v;
+    v.model = "llama";
+    for (int id = 0; id < sp_.GetPieceSize(); ++id) {
+      v.tokens.push_back(sp_.IdToPiece(id));
+      v.scores.push_back(sp_.GetScore(id));
+      v.types.push_back(sp_.IsUnknown(id) ? 2 : sp_.IsControl(id) ? 3 : sp_.IsUnused(id) ? 5 : sp_.IsByte(id) ? 6 : 1);
+    }
+    if (sp_.unk_id() >= 0) v.unknown = sp_.unk_id();
+    return v;
+  }
+
   std::string token_bytes(int id, bool first) const override {
     check_id(id);
     return (first ? first_bytes_ : bytes_)[static_cast<std::size_t>(id)];

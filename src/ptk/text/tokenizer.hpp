@@ -16,6 +16,18 @@
 
 namespace ptk::text {
 
+// A tokenizer's whole vocabulary as GGUF (and llama.cpp) describe one: its kind ("llama": SentencePiece; "gpt2":
+// byte-level BPE), each token's text as the vocabulary spells it, its score (SentencePiece) and type (GGUF's: 1
+// normal, 2 unknown, 3 control, 4 user-defined, 5 unused, 6 byte), and the merges (BPE, "left right" by rank).
+struct VocabularyExport {
+  std::string model;
+  std::vector<std::string> tokens;
+  std::vector<float> scores;
+  std::vector<std::int32_t> types;
+  std::vector<std::string> merges;
+  std::optional<int> unknown;
+};
+
 // The ids a model gives a meaning to, and whether a text fed to the model starts with BOS (Llama's convention; a
 // directory's tokenizer_config.json "add_bos_token" says otherwise). Absent where the tokenizer has none.
 struct SpecialIds {
@@ -38,6 +50,7 @@ class Tokenizer {
   virtual std::string token_bytes(int id, bool first) const = 0;
   // The id of the token written `text` in the vocabulary's own spelling ("<s>", "<|endoftext|>", "Ġthe").
   virtual std::optional<int> token_id(std::string_view text) const = 0;
+  virtual VocabularyExport vocabulary() const = 0;
 
   // encode() with BOS in front when the tokenizer's convention asks for it and add_bos.
   std::vector<int> encode_for_model(std::string_view text, bool add_bos = true, bool parse_special = true) const;

@@ -1,0 +1,25 @@
+#include "ptk/text/gguf_vocab.hpp"
+
+namespace ptk::text {
+
+io::GgufMetadata gguf_tokenizer_metadata(const Tokenizer& tokenizer, bool add_bos) {
+  using io::GgufValue;
+  VocabularyExport v = tokenizer.vocabulary();
+  io::GgufMetadata kv = {{"tokenizer.ggml.model", GgufValue::of_string(v.model)}};
+  // GPT-2's pre-tokenizer by name (llama.cpp picks its regex from it); SentencePiece has none.
+  if (v.model == "gpt2") kv.emplace_back("tokenizer.ggml.pre", GgufValue::of_string("gpt2"));
+  kv.emplace_back("tokenizer.ggml.tokens", GgufValue::of_strings(std::move(v.tokens)));
+  if (!v.scores.empty()) kv.emplace_back("tokenizer.ggml.scores", GgufValue::of_f32s(v.scores));
+  kv.emplace_back("tokenizer.ggml.token_type", GgufValue::of_i32s(v.types));
+  if (!v.merges.empty()) kv.emplace_back("tokenizer.ggml.merges", GgufValue::of_strings(std::move(v.merges)));
+  const SpecialIds& s = tokenizer.special_ids();
+  const auto id = [](int x) { return GgufValue::of_u32(static_cast<std::uint32_t>(x)); };
+  if (s.bos) kv.emplace_back("tokenizer.ggml.bos_token_id", id(*s.bos));
+  if (s.eos) kv.emplace_back("tokenizer.ggml.eos_token_id", id(*s.eos));
+  if (v.unknown) kv.emplace_back("tokenizer.ggml.unknown_token_id", id(*v.unknown));
+  kv.emplace_back("tokenizer.ggml.add_bos_token", GgufValue::of_bool(add_bos));
+  kv.emplace_back("tokenizer.ggml.add_eos_token", GgufValue::of_bool(false));
+  return kv;
+}
+
+}  // namespace ptk::text

@@ -1,0 +1,60 @@
+#!/bin/bash
+# ptk against llama.cpp (the npm package node-llama-cpp 3.21.1, its prebuilt CPU build), on a Llama trained here on a
+# SentencePiece BPE tokenizer (spm_train, as Llama's own is a BPE model) and written by `ptk convert` to GGUF:
+#   - llama.cpp loads the file; its tokenization of each prompt equals SentencePiece's (ptk tokenize);
+#   - F32: for 3 prompts x 32 tokens, llama.cpp's greedy tokens equal `ptk generate --temperature 0 --ids`;
+#   - Q8_0: the same file quantized by `ptk convert --dtype q8_0` against `ptk generate --dtype q8_0`: agreement
+#     reported (tokens equal before the first difference), not required (the two quantize activations differently).
+# node-llama-cpp is installed once into ${PTK_CACHE:-$HOME/.cache/ptk}/npm without its optional GPU builds (the CPU
+# binary package alone, ~30 MB); where npm cannot install it the test says so loudly and exits 77 (ctest: skipped).
+# usage: llama_cpp_test.sh PTK SOURCE_DIR
+set -u
+ptk=$1 src=$2
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+. "$(dirname "$0")/cli_checks.sh"
+version=3.21.1
+cache=${PTK_CACHE:-$HOME/.cache/ptk}/npm
+if [ ! -f "$cache/node_modules/@node-llama-cpp/linux-x64/package.json" ] ||
+   ! grep -q "\"version\": \"$version\"" "$cache/node_modules/node-llama-cpp/package.json" 2>/dev/null; then
+  mkdir -p "$cache"
+  if ! command -v npm >/dev/null || ! timeout 600 npm install --prefix "$cache" --no-audit --no-fund --no-save \
+       --omit=optional "node-llama-cpp@$version" "@node-llama-cpp/linux-x64@$version" >"$dir/npm.log" 2>&1; then
+    echo "SKIPPED: llama.cpp (npm package node-llama-cpp $version) cannot be installed here:"
+    tail -3 "$dir/npm.log" 2>/dev/null
+    exit 77
+  fi
+fi
+
+text=$src/data/kjv_genesis_exodus.txt
+spm_train --input="$text" --model_prefix="$dir/spm" --vocab_size=500 --model_type=bpe --byte_fallback=true \
+  --minloglevel=2 >/dev/null 2>&1 || fail "spm_train"
+tok=$dir/spm.model
+"$ptk" train --arch llama --layers 2 --width 64 --heads 4 --kv-heads 2 --block 96 --batch 8 --steps 200 \
+  --tokenizer "$tok" --save "$dir/m.safetensors" --device host >"$dir/train" 2>&1 || fail "train: $(tail -3 "$dir/train")"
+echo "ok: trained a llama on 500 SentencePiece BPE ids: $(grep '^val loss' "$dir/train")"
+for t in f32 q8_0; do
+  "$ptk" convert "$dir/m.safetensors" "$dir/m.$t.gguf" --dtype $t --tokenizer "$tok" >"$dir/convert" 2>&1 ||
+    fail "convert --dtype $t: $(cat "$dir/convert")"
+  echo "ok: $(cat "$dir/convert")"
+done
+
+prompts=("And God said" "In the beginning God created the heaven" "And Moses went up unto the LORD, émigré 🎉")
+for prompt in "${prompts[@]}"; do
+  ids=$("$ptk" tokenize --tokenizer "$tok" --text "$prompt" --no-bos) || fail "tokenize '$prompt'"
+  for t in f32 q8_0; do
+    "$ptk" generate --load "$dir/m.safetensors" --tokenizer "$tok" --prompt "$prompt" -n 32 --temperature 0 --ids \
+      --dtype $t --device host >"$dir/ptk" 2>"$dir/err" || fail "generate --dtype $t: $(cat "$dir/err")"
+    timeout 300 node "$src/tests/llama_cpp_reference.mjs" "$cache" "$dir/m.$t.gguf" 32 "$ids" "$prompt" >"$dir/llama" \
+      2>"$dir/err" || fail "llama.cpp on $t: $(tail -5 "$dir/err")"
+    [ "$(sed -n 2p "$dir/llama")" = "$ids" ] || fail "llama.cpp tokenizes '$prompt' as $(sed -n 2p "$dir/llama"), SentencePiece as $ids"
+    same=$(/usr/bin/python3 -c "import sys; a, b = (open(p).readline().split() for p in sys.argv[1:3]); print(next((i for i in range(min(len(a), len(b))) if a[i] != b[i]), min(len(a), len(b))))" "$dir/ptk" "$dir/llama")
+    if [ $t = f32 ]; then
+      [ "$same" -eq 32 ] || fail "F32 '$prompt': llama.cpp and ptk differ at token $same: llama.cpp $(head -1 "$dir/llama"), ptk $(cat "$dir/ptk")"
+      echo "ok: F32 '$prompt': llama.cpp's 32 greedy tokens equal ptk's; llama.cpp tokenizes the prompt as SentencePiece"
+      echo "    $prompt|$("$ptk" tokenize --tokenizer "$tok" --decode --file "$dir/ptk")"
+    else
+      echo "report: Q8_0 '$prompt': $same of 32 greedy tokens equal before the first difference"
+    fi
+  done
+done
