@@ -35,8 +35,9 @@ declare -A sources=(
   [safetensors]="src/ptk/io/safetensors.cpp src/ptk/io/atomic_file.cpp"
   [gguf]="src/ptk/io/gguf.cpp src/ptk/io/atomic_file.cpp"
 )
-text_sources="src/ptk/io/atomic_file.cpp $(ls src/ptk/text/*.cpp | tr '\n' ' ')"
-text_libs="$(pkg-config --libs libpcre2-8 sentencepiece)"
+# The tokenizer library's sources and what they call in io (read_regular_file, crc32_hex, GGUF metadata).
+text_sources="src/ptk/io/atomic_file.cpp src/ptk/io/safetensors.cpp src/ptk/io/gguf.cpp $(ls src/ptk/text/*.cpp | tr '\n' ' ')"
+text_libs="$(pkg-config --libs libpcre2-8 sentencepiece) -lz"
 for t in tokenizer_json gpt2_vocab sentencepiece bpe_encode; do sources[$t]=$text_sources; done
 
 build() {  # build TARGET: objects once each (ccache where present), then the fuzzer

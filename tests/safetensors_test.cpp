@@ -122,6 +122,10 @@ TEST(Safetensors, RejectsInvalidHeaders) {
   EXPECT_TRUE(rejects(file_with_header(R"({"__metadata__":{"step":3}})", ""), Kind::invalid, "is not a string"));
   EXPECT_TRUE(rejects(file_with_header(R"({"w":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", "abcd"), Kind::invalid,
                       "not a non-negative integer"));
+  // A number JSON can write but a double cannot hold (found by the safetensors fuzz target: nlohmann throws
+  // out_of_range, not parse_error, and it escaped the reader).
+  EXPECT_TRUE(rejects(file_with_header(R"({"w":{"dtype":"F32","shape":[4e44444444],"data_offsets":[0,4]}})", "abcd"),
+                      Kind::invalid, "not valid JSON"));
 }
 
 TEST(Safetensors, RejectsOverlapsGapsAndTrailingData) {
