@@ -168,6 +168,15 @@ TEST(Pretokenize, Gpt2PatternAsPythonRegex) {
   EXPECT_EQ(unicode_whitespace(R"(\s+\S\\s[^\s])"), R"(\p{White_Space}+\P{White_Space}\\s[^\p{White_Space}])");
 }
 
+// A pattern that can match nothing (\p{N}{0,3}, found by the tokenizer_json fuzz target): an empty match is no
+// piece, and the text between matches is one gap piece, once.
+TEST(Pretokenize, EmptyMatchesAddNoPieceAndGapsComeOnce) {
+  const RegexSplitter s({R"(\p{N}{0,3})"}, "test");
+  std::vector<std::string> got;
+  for (auto p : s.split("ab1\xF0\x9F\x8E\x89" "2345")) got.emplace_back(p);
+  EXPECT_EQ(got, (std::vector<std::string>{"ab", "1", "\xF0\x9F\x8E\x89", "234", "5"}));
+}
+
 TEST(Bpe, SpecialTokensParsedOnlyWhenAsked) {
   BpeSpec spec = tiny_spec({});
   spec.tokens.push_back("<|endoftext|>");
@@ -295,6 +304,10 @@ TEST_F(TokenizerFiles, NotRegularFilesAndMissingOnes) {
   expect_refused<ptk::IoError>(dir_, "no tokenizer in it");
   expect_refused<ptk::IoError>(dir_ + "/absent", "no such file or directory");
   expect_refused<ptk::IoError>(write("x.model", "not a protobuf"), "not a SentencePiece model");
+  // A model whose trie libsentencepiece cannot build: it throws (Darts::Details::Exception) rather than returning a
+  // status. Found by the sentencepiece fuzz target; the input is that target's finding.
+  expect_refused<ptk::IoError>(std::string(PTK_SOURCE_DIR) + "/tests/data/sentencepiece_empty_trie_key.model",
+                               "not a SentencePiece model (");
   ASSERT_EQ(mkfifo((dir_ + "/fifo.json").c_str(), 0600), 0);
   expect_refused<ptk::IoError>(dir_ + "/fifo.json", "not a regular file");
 }

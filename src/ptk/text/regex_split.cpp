@@ -83,15 +83,14 @@ void RegexSplitter::split_one(std::size_t p, std::string_view text, std::vector<
     }
     const PCRE2_SIZE* ovector = pcre2_get_ovector_pointer(match.get());
     const std::size_t begin = ovector[0], end = ovector[1];
-    if (begin > emitted) out.push_back(text.substr(emitted, begin - emitted));
-    if (end > begin) {
-      out.push_back(text.substr(begin, end - begin));
-      emitted = start = end;
+    if (end == begin) {  // an empty match adds no piece: step over one character (its UTF-8 length)
+      start = begin + 1;
+      while (start < text.size() && (static_cast<unsigned char>(text[start]) & 0xC0) == 0x80) ++start;
       continue;
     }
-    // An empty match: step over one character (its UTF-8 length).
-    start = begin + 1;
-    while (start < text.size() && (static_cast<unsigned char>(text[start]) & 0xC0) == 0x80) ++start;
+    if (begin > emitted) out.push_back(text.substr(emitted, begin - emitted));
+    out.push_back(text.substr(begin, end - begin));
+    emitted = start = end;
   }
   if (emitted < text.size()) out.push_back(text.substr(emitted));
 }

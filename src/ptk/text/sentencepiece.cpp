@@ -23,7 +23,14 @@ std::string replace_spaces(std::string piece) {
 class SentencePiece final : public Tokenizer {
  public:
   SentencePiece(const std::string& bytes, const std::string& path) : path_(path) {
-    const auto status = sp_.LoadFromSerializedProto(bytes);
+    // libsentencepiece also throws (its trie builder's Darts::Details::Exception on an empty piece, found by the
+    // sentencepiece fuzz target): every way it fails is this one refusal.
+    sentencepiece::util::Status status;
+    try {
+      status = sp_.LoadFromSerializedProto(bytes);
+    } catch (const std::exception& e) {
+      throw IoError(path + ": not a SentencePiece model (" + one_line(e.what()) + ")");
+    }
     if (!status.ok()) throw IoError(path + ": not a SentencePiece model (" + one_line(status.ToString()) + ")");
     const int n = sp_.GetPieceSize();
     bytes_.resize(static_cast<std::size_t>(n));
