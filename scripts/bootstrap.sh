@@ -73,7 +73,9 @@ kokkos_config() {
     cpu) echo "${common[@]} -DCMAKE_BUILD_TYPE=Release -DKokkos_ENABLE_OPENMP=ON $native" ;;
     cpu-portable) echo "${common[@]} -DCMAKE_BUILD_TYPE=Release -DKokkos_ENABLE_OPENMP=ON" ;;
     cpu-serial) echo "${common[@]} -DCMAKE_BUILD_TYPE=Release $native" ;;
-    debug) echo "${common[@]} -DCMAKE_BUILD_TYPE=Debug -DKokkos_ENABLE_OPENMP=ON -DKokkos_ENABLE_DEBUG=ON -DKokkos_ENABLE_DEBUG_BOUNDS_CHECK=ON $native" ;;
+    # debug: OpenMP alone (Serial off, later -D wins): the sanitized build compiles and runs each kernel for OpenMP
+    # with the host and the GPU tuning; the release builds run Serial (docs/testing.md).
+    debug) echo "${common[@]} -DCMAKE_BUILD_TYPE=Debug -DKokkos_ENABLE_OPENMP=ON -DKokkos_ENABLE_SERIAL=OFF -DKokkos_ENABLE_DEBUG=ON -DKokkos_ENABLE_DEBUG_BOUNDS_CHECK=ON $native" ;;
     # Kokkos 3.4 has no Hopper option: Ampere sm_80 code + PTX. 4.x emits sm_90 (H100) directly.
     # The -arch flag keeps nvcc_wrapper's old default arch out of CMake's compiler check.
     cuda) if [ "$kokkos_major" -ge 4 ]; then

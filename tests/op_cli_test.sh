@@ -106,8 +106,8 @@ expect_refusal "bench: unknown option" "bench: The following argument was not ex
 expect_refusal "bench: --repetitions 0" "--repetitions: 0 is not a whole number in" "$ptk" bench --repetitions 0 --out "$dir/b"
 expect_refusal "bench: --device gpu" "--device: gpu not in {host,default}" "$ptk" bench --device gpu --out "$dir/b"
 [ ! -e "$dir/b" ] || fail "a refused bench command line created its --out"
-expect_refusal "unknown command" "unknown command 'nope' (expected info, op, bench, train or generate)" "$ptk" nope
-for command in op info bench; do
+expect_refusal "unknown command" "unknown command 'nope' (expected info, op, bench, train, generate, tokenize or convert)" "$ptk" nope
+for command in op info bench tokenize convert; do
   "$ptk" $command --help >"$dir/help" 2>"$dir/err" || fail "ptk $command --help: exit $?: $(cat "$dir/err")"
   grep -q "^Usage: ptk $command" "$dir/help" || fail "ptk $command --help: $(head -3 "$dir/help")"
 done

@@ -16,7 +16,7 @@ for kind in unigram bpe; do
     >/dev/null 2>&1 || fail "spm_train $kind"
 done
 tiny=(--layers 1 --width 32 --heads 2 --block 32 --batch 4 --device host)
-"$ptk" train "${tiny[@]}" --arch llama --tokenizer "$dir/unigram.model" --steps 30 --save "$dir/sub.safetensors" \
+"$ptk" train "${tiny[@]}" --arch llama --tokenizer "$dir/unigram.model" --steps 8 --save "$dir/sub.safetensors" \
   --sample 12 >"$dir/train" 2>&1 || fail "train --tokenizer: $(tail -3 "$dir/train")"
 grep -q "^data .*vocabulary 500 of SentencePiece crc32:[0-9a-f]\{8\} " "$dir/train" || fail "no tokenizer in: $(grep ^data "$dir/train")"
 loss=$(sed -n 's/^val loss \([0-9.]*\)$/\1/p' "$dir/train")
