@@ -212,8 +212,8 @@ TEST(Tokenizer, StreamHoldsBackUnfinishedCharacters) {
 class TokenizerFiles : public ::testing::Test {
  protected:
   void SetUp() override {
-    char name[] = "/tmp/ptk_text_test.XXXXXX";
-    ASSERT_NE(mkdtemp(name), nullptr);
+    std::string name = testing::TempDir() + "ptk_text_test.XXXXXX";  // mkdtemp's template: a new directory
+    ASSERT_NE(mkdtemp(name.data()), nullptr);
     dir_ = name;
   }
   void TearDown() override { std::system(("rm -rf '" + dir_ + "'").c_str()); }

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "cli_checks.hpp"
+#include "checkpoint_tokenizer.hpp"
 #include "commands.hpp"
 #include "ptk/io/atomic_file.hpp"
 #include "ptk/io/gguf.hpp"
@@ -22,25 +23,6 @@ namespace {
 
 bool ends_with(const std::string& s, const std::string& tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
-
-// The checkpoint's tokenizer, given again and compared; a byte model has none GGUF could carry.
-std::unique_ptr<text::Tokenizer> tokenizer_for(const std::string& src, const nn::Vocab& vocab, const std::string& path) {
-  if (vocab.tokenizer().empty())
-    throw UsageError{"convert: " + src + " is a byte-vocabulary model, which GGUF cannot describe (llama.cpp needs a "
-                     "tokenizer): train it with --tokenizer"};
-  if (path.empty())
-    throw UsageError{"convert: " + src + " was trained on the ids of a tokenizer (" + vocab.tokenizer() + "): give it with --tokenizer"};
-  std::unique_ptr<text::Tokenizer> t;
-  try {
-    t = text::load_tokenizer(path);
-  } catch (const Error& e) {
-    throw UsageError{"convert: --tokenizer " + std::string(e.what())};
-  }
-  if (t->fingerprint() != vocab.tokenizer())
-    throw UsageError{"convert: --tokenizer " + path + " is " + t->fingerprint() + ", but " + src + " was trained on " +
-                     vocab.tokenizer()};
-  return t;
 }
 
 }  // namespace
@@ -64,7 +46,10 @@ int convert_command(const Args& args) {
   io::check_can_write(dst);
 
   const nn::Checkpoint checkpoint = nn::load_checkpoint(src, /*with_training_state=*/false);
-  const auto tokenizer = tokenizer_for(src, checkpoint.vocab, tokenizer_path);
+  if (checkpoint.vocab.tokenizer().empty() && tokenizer_path.empty())
+    throw UsageError{"convert: " + src + " is a byte-vocabulary model, which GGUF cannot describe (llama.cpp needs a "
+                     "tokenizer): train it with --tokenizer"};
+  const auto tokenizer = checkpoint_tokenizer("convert", src, checkpoint.vocab, tokenizer_path);
   if (checkpoint.config.arch != nn::Arch::llama)
     throw UsageError{"convert: " + src + " is a " + nn::to_string(checkpoint.config.arch) +
                      " model; ptk writes llama models as GGUF so far"};

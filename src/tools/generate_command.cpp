@@ -11,6 +11,7 @@
 #include <sstream>
 #include <unistd.h>
 
+#include "checkpoint_tokenizer.hpp"
 #include "cli_checks.hpp"
 #include "commands.hpp"
 #include "device_memory.hpp"
@@ -64,26 +65,6 @@ std::vector<int> encode_prompt(const std::string& prompt, const nn::Vocab& vocab
   return ids;
 }
 
-// The tokenizer a checkpoint trained on a tokenizer's ids needs (--tokenizer, the same one); none for a byte model.
-std::shared_ptr<const text::Tokenizer> tokenizer_for(const Options& o, const nn::Vocab& vocab) {
-  const std::string& stored = vocab.tokenizer();
-  if (o.tokenizer.empty()) {
-    if (!stored.empty())
-      throw UsageError{"generate: " + o.load + " was trained on the ids of a tokenizer (" + stored + "): give it with --tokenizer"};
-    return nullptr;
-  }
-  std::shared_ptr<const text::Tokenizer> t;
-  try {
-    t = text::load_tokenizer(o.tokenizer);
-  } catch (const Error& e) {
-    throw UsageError{"generate: --tokenizer " + std::string(e.what())};
-  }
-  if (t->fingerprint() != stored)
-    throw UsageError{"generate: --tokenizer " + o.tokenizer + " is " + t->fingerprint() + ", but " + o.load +
-                     " was trained on " + (stored.empty() ? std::string("bytes") : stored)};
-  return t;
-}
-
 std::string rate(int tokens, double seconds) {
   std::ostringstream s;
   s << tokens << " tokens in " << std::fixed << std::setprecision(1) << seconds * 1e3 << " ms ("
@@ -132,7 +113,7 @@ int generate_command(const Args& args) {
   const ag::Device device = ag::parse_device(o.device);
   const nn::Checkpoint checkpoint = nn::load_checkpoint(o.load, /*with_training_state=*/false);
   const nn::DecoderConfig& config = checkpoint.config;
-  const auto tokenizer = tokenizer_for(o, checkpoint.vocab);
+  const auto tokenizer = checkpoint_tokenizer("generate", o.load, checkpoint.vocab, o.tokenizer);
   const char* unit = tokenizer ? "tokens" : "bytes";
   // A token is at most a few dozen bytes: a prompt file past 64 bytes a position cannot fit the block.
   const int max_prompt_bytes = tokenizer ? 64 * config.block_size : config.block_size;
