@@ -52,7 +52,7 @@ fi
 packages=(cmake ninja-build ccache g++ make dpkg-dev libgtest-dev libbenchmark-dev libopenblas-dev
           libdnnl-dev python3 python3-matplotlib nlohmann-json3-dev zlib1g-dev libcli11-dev
           libopenmpi-dev openmpi-bin libpcre2-dev libsentencepiece-dev sentencepiece python3-sentencepiece
-          clang libclang-rt-14-dev)
+          clang libclang-rt-14-dev python3-torch)
 case "$preset" in
   cuda | cuda-kokkos3) packages+=(nvidia-cuda-toolkit g++-11) ;;
   hip) packages+=(hipcc libamdhip64-dev rocm-device-libs) ;;

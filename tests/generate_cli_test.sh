@@ -43,9 +43,9 @@ done
 ck=$dir/gpt.safetensors
 expect_refusal "a prompt byte outside the vocabulary" "byte 0x01 at offset 3 is not in the model's vocabulary" \
   "$ptk" generate --load "$ck" --prompt $'And\x01' --device host
-expect_refusal "prompt + -n beyond block_size" "beyond the model's block_size 24 (at most -n 18)" \
+expect_refusal "prompt + -n beyond block_size" "beyond the model's context 24 (at most -n 18)" \
   "$ptk" generate --load "$ck" --prompt "And God" -n 40 --device host
-expect_refusal "a prompt longer than block_size" "exceed the model's block_size 24" \
+expect_refusal "a prompt longer than block_size" "exceed the model's context 24" \
   "$ptk" generate --load "$ck" --prompt "And God said, Let there be light" --device host
 # --dtype: the linear layers' weights stored as each type (a Llama 64 wide: whole blocks of 32); greedy text of the
 # right length, mostly the f32 run's (the tests of the stored types' numerics are Inference.Stored*).

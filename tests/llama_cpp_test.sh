@@ -2,6 +2,7 @@
 # ptk against llama.cpp (the npm package node-llama-cpp 3.21.1, its prebuilt CPU build), on a Llama trained here on a
 # SentencePiece BPE tokenizer (spm_train, as Llama's own is a BPE model) and written by `ptk convert` to GGUF:
 #   - llama.cpp loads the file; its tokenization of each prompt equals SentencePiece's (ptk tokenize);
+#   - ptk generate --model on the GGUF file gives the checkpoint's tokens exactly (ptk's GGUF reader);
 #   - F32: for 3 prompts x 32 tokens, llama.cpp's greedy tokens equal `ptk generate --temperature 0 --ids`;
 #   - Q8_0: the same file quantized by `ptk convert --dtype q8_0` against `ptk generate --dtype q8_0`: agreement
 #     reported (tokens equal before the first difference), not required (the two quantize activations differently).
@@ -45,6 +46,10 @@ for prompt in "${prompts[@]}"; do
   for t in f32 q8_0; do
     "$ptk" generate --load "$dir/m.safetensors" --tokenizer "$tok" --prompt "$prompt" -n 32 --temperature 0 --ids \
       --dtype $t --device host >"$dir/ptk" 2>"$dir/err" || fail "generate --dtype $t: $(cat "$dir/err")"
+    # ptk's GGUF reader: the file it wrote runs as the checkpoint does, token for token (q8_0: the same blocks).
+    "$ptk" generate --model "$dir/m.$t.gguf" --tokenizer "$tok" --prompt "$prompt" -n 32 --temperature 0 --ids \
+      --dtype $t --device host >"$dir/ptk_gguf" 2>"$dir/err" || fail "generate --model m.$t.gguf: $(cat "$dir/err")"
+    cmp -s "$dir/ptk" "$dir/ptk_gguf" || fail "$t '$prompt': ptk on its GGUF file $(cat "$dir/ptk_gguf"), on the checkpoint $(cat "$dir/ptk")"
     timeout 300 node "$src/tests/llama_cpp_reference.mjs" "$cache" "$dir/m.$t.gguf" 32 "$ids" "$prompt" >"$dir/llama" \
       2>"$dir/err" || fail "llama.cpp on $t: $(tail -5 "$dir/err")"
     [ "$(sed -n 2p "$dir/llama")" = "$ids" ] || fail "llama.cpp tokenizes '$prompt' as $(sed -n 2p "$dir/llama"), SentencePiece as $ids"

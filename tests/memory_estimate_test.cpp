@@ -92,7 +92,8 @@ TEST(MemoryEstimate, HugeContextAndVocabularySaturateEverywhere) {
   EXPECT_EQ(g.parameter_bytes, 4 * (V + T + 25 + 2));
   EXPECT_EQ(g.kv_cache_bytes, 4 * 2 * T);
   EXPECT_EQ(g.workspace_bytes, 4 * (T * 21 + T + T * 5 + 2 * V));
-  EXPECT_EQ(g.total_bytes(), g.parameter_bytes + g.kv_cache_bytes + g.workspace_bytes);
+  EXPECT_EQ(g.staging_bytes, 4 * 4);  // the largest linear weight, 4·C²
+  EXPECT_EQ(g.total_bytes(), g.parameter_bytes + g.kv_cache_bytes + g.workspace_bytes + g.staging_bytes);
   // Every part past the limit: each saturates, so does the total, and no sum wraps.
   const std::int64_t huge = std::int64_t{1} << 62;
   for (auto arch : {ptk::nn::Arch::gpt2, ptk::nn::Arch::llama}) {
@@ -159,3 +160,26 @@ TEST(MemoryEstimate, InferenceByHand) {
 }
 
 }  // namespace
+
+// Mistral 7B (L 32, H 32, 8 kv heads, C 4096, F 14336, V 32000, its sliding window 4096 as the context): 7,241,732,096
+// parameters, as published. Of them the linear weights, stored in the run's type, are L·(2·C² + 2·K·C + 3·F·C) + V·C
+// = 32 · 218,103,808 + 131,072,000 = 7,110,393,856; the other 131,338,240 (the token table, the norms) stay f32.
+TEST(MemoryEstimate, Mistral7bPerDtypeByHand) {
+  const ptk::nn::ModelShape m{32, 32, 4096, 4096, 32000, 1, ptk::nn::Arch::llama, 8, 14336};
+  EXPECT_EQ(ptk::nn::llama_parameters(m), 7241732096LL);
+  const std::int64_t linear = 7110393856LL, rest = 131338240LL;
+  using ptk::DType;
+  const auto at = [&](DType w, DType kv = DType::f32) { return ptk::nn::estimate_inference_memory(m, kv, w); };
+  EXPECT_EQ(at(DType::f32).parameter_bytes, 28966928384LL);                // 27.0 GiB: no 24 GB machine holds it
+  EXPECT_EQ(at(DType::bf16).parameter_bytes, 4 * rest + 2 * linear);       // 14,746,140,672 = 13.7 GiB
+  EXPECT_EQ(at(DType::bf16).parameter_bytes, 14746140672LL);
+  EXPECT_EQ(at(DType::q8_0).parameter_bytes, 4 * rest + linear / 32 * 34);  // 8,080,146,432 = 7.5 GiB
+  EXPECT_EQ(at(DType::q8_0).parameter_bytes, 8080146432LL);
+  EXPECT_EQ(at(DType::q4_0).parameter_bytes, 4 * rest + linear / 32 * 18);
+  // The cache at 4096 positions: 2 · 32 layers · 4096 · 1024 values, 1 GiB in f32, half in bf16.
+  EXPECT_EQ(at(DType::bf16).kv_cache_bytes, 1LL << 30);
+  EXPECT_EQ(at(DType::bf16, DType::bf16).kv_cache_bytes, 1LL << 29);
+  // Loading converts one tensor at a time: the largest is the head, V·C values in the run's type.
+  EXPECT_EQ(at(DType::bf16).staging_bytes, 2LL * 32000 * 4096);
+  EXPECT_EQ(at(DType::q8_0).staging_bytes, 32000LL * 4096 / 32 * 34);
+}

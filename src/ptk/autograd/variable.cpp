@@ -101,6 +101,25 @@ void Var::store_as(DType dtype) const {
   v.dtype = dtype;
 }
 
+Var Var::from_stored(const Shape& shape, DType dtype, const void* host_data, Device device) {
+  auto impl = std::make_shared<VarImpl>();
+  impl->shape = shape;
+  impl->device = canonical(device);
+  impl->dtype = dtype;
+  on_device(impl->device, [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    auto& st = impl->stored.template get<S>();
+    switch (dtype) {
+      case DType::f32: impl->data.template get<S>() = Tensor<S>::from_host(shape, static_cast<const float*>(host_data)); break;
+      case DType::bf16: st.as_bf16 = Tensor<S, bf16>::from_host(shape, static_cast<const bf16*>(host_data)); break;
+      case DType::f16: st.as_f16 = Tensor<S, f16>::from_host(shape, static_cast<const f16*>(host_data)); break;
+      case DType::q8_0: st.as_q8_0 = Tensor<S, q8_0>::from_host(shape, static_cast<const q8_0*>(host_data)); break;
+      case DType::q4_0: st.as_q4_0 = Tensor<S, q4_0>::from_host(shape, static_cast<const q4_0*>(host_data)); break;
+    }
+  });
+  return Var(std::move(impl));
+}
+
 DType Var::dtype() const { return impl().dtype; }
 
 bool Var::has_grad() const {

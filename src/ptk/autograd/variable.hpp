@@ -59,6 +59,10 @@ class Var {
   // device (ops::convert: refuses what the type cannot hold); the f32 copy is released and the Var takes no
   // gradient from then on. Only ag::linear reads such a Var (as its weight); any other op refuses it.
   void store_as(DType dtype) const;
+  // For inference: a weight whose data is already in `dtype`'s layout on the host (floats, bf16 or f16 words, q8_0
+  // or q4_0 blocks: the bytes a GGUF tensor holds; for the blocks, shape's last dimension counts values, a multiple
+  // of 32), copied to `device` as it is, with no f32 copy: the Var store_as would make, without the f32 one before.
+  static Var from_stored(const Shape& shape, DType dtype, const void* host_data, Device device);
   DType dtype() const;
   bool has_grad() const;
   std::vector<float> grad() const;             // zeros when no gradient has reached it

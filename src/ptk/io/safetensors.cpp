@@ -136,15 +136,94 @@ std::string write_safetensors(const std::string& path, const Safetensors& st) {
   return Json::parse(bytes.begin() + 8, bytes.begin() + 8 + static_cast<std::ptrdiff_t>(n))["__metadata__"][kHeaderChecksumKey];
 }
 
-Safetensors parse_safetensors(const std::string& bytes, const std::string& name, const std::vector<std::string>& required) {
+const SafetensorsEntry* SafetensorsHeader::find(const std::string& name) const {
+  const auto it = std::lower_bound(tensors.begin(), tensors.end(), name,
+                                   [](const SafetensorsEntry& e, const std::string& n) { return e.name < n; });
+  return it != tensors.end() && it->name == name ? &*it : nullptr;
+}
+
+namespace {
+
+// dtype's DType and element size; false for a dtype ptk does not read.
+bool element_of(const std::string& dtype, DType& out, std::uint64_t& size) {
+  if (dtype == "F32") out = DType::f32, size = 4;
+  else if (dtype == "BF16") out = DType::bf16, size = 2;
+  else if (dtype == "F16") out = DType::f16, size = 2;
+  else return false;
+  return true;
+}
+
+std::vector<std::int64_t> shape_of(const Json& entry, const std::string& name, const std::string& where) {
+  if (!entry["shape"].is_array()) fail(Kind::invalid, name, where + "shape is not an array");
+  std::vector<std::int64_t> shape;
+  for (const auto& d : entry["shape"]) {
+    if (!d.is_number_unsigned()) fail(Kind::invalid, name, where + "shape has a dimension that is not a non-negative integer");
+    const auto v = d.get<std::uint64_t>();
+    if (v > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) fail(Kind::invalid, name, where + "shape dimension overflows");
+    shape.push_back(static_cast<std::int64_t>(v));
+  }
+  return shape;
+}
+
+// One tensor's entry, checked against the data section (`data`, the bytes after the header).
+SafetensorsEntry entry_of(const std::string& key, const Json& entry, std::string_view data, const std::string& name) {
+  const auto where = "tensor " + quote(key) + ": ";
+  if (!entry.is_object() || !entry.contains("dtype") || !entry.contains("shape") || !entry.contains("data_offsets") || entry.size() != 3)
+    fail(Kind::invalid, name, where + "expected exactly dtype, shape and data_offsets");
+  if (!entry["dtype"].is_string()) fail(Kind::invalid, name, where + "dtype is not a string");
+  const auto dtype = entry["dtype"].get<std::string>();
+  SafetensorsEntry t;
+  t.name = key;
+  std::uint64_t size = 0;
+  if (!element_of(dtype, t.dtype, size))
+    fail(Kind::foreign, name, where + "dtype " + quote(dtype) + " is not supported (ptk reads F32, BF16 and F16)");
+  t.shape = shape_of(entry, name, where);
+  const auto& offs = entry["data_offsets"];
+  if (!offs.is_array() || offs.size() != 2 || !offs[0].is_number_unsigned() || !offs[1].is_number_unsigned())
+    fail(Kind::invalid, name, where + "data_offsets must be two non-negative integers");
+  const auto begin = offs[0].get<std::uint64_t>(), end = offs[1].get<std::uint64_t>();
+  const auto count = count_of(t.shape);
+  if (count < 0) fail(Kind::invalid, name, where + "shape " + shape_text(t.shape) + " is too large");
+  if (end < begin || end - begin != static_cast<std::uint64_t>(count) * size)
+    fail(Kind::invalid, name, where + "data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) +
+                                  ") do not hold the " + std::to_string(count) + " " + dtype + " values of shape " + shape_text(t.shape));
+  if (end > data.size())
+    fail(Kind::truncated, name, where + "data ends at byte " + std::to_string(end) + " of the data section, which has " +
+                                    std::to_string(data.size()));
+  t.bytes = data.substr(begin, end - begin);
+  return t;
+}
+
+// The tensors must tile the data section: sorted by offset, each starts where the previous ended.
+void check_tiling(const std::vector<SafetensorsEntry>& tensors, std::string_view data, const std::string& name) {
+  std::vector<std::pair<std::uint64_t, const SafetensorsEntry*>> ranges;
+  for (const auto& t : tensors) ranges.emplace_back(static_cast<std::uint64_t>(t.bytes.data() - data.data()), &t);
+  std::sort(ranges.begin(), ranges.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first < b.first : a.second->bytes.size() < b.second->bytes.size();
+  });
+  std::uint64_t at = 0;
+  for (const auto& [begin, t] : ranges) {
+    const std::uint64_t end = begin + t->bytes.size();
+    if (begin < at)
+      fail(Kind::invalid, name, "tensor " + quote(t->name) + " overlaps another tensor's data (offsets [" +
+                                    std::to_string(begin) + ", " + std::to_string(end) + "))");
+    if (begin > at) fail(Kind::invalid, name, "the data section has a gap at bytes [" + std::to_string(at) + ", " + std::to_string(begin) + ")");
+    at = end;
+  }
+  if (at != data.size())
+    fail(Kind::invalid, name, "the data section has " + std::to_string(data.size() - at) + " bytes after the last tensor");
+}
+
+}  // namespace
+
+SafetensorsHeader parse_safetensors_header(std::string_view bytes, const std::string& name, bool check_data_crc) {
   if (bytes.size() < 8) fail(Kind::truncated, name, "file has " + std::to_string(bytes.size()) + " bytes, shorter than the 8-byte header length");
   const std::uint64_t n = read_u64(bytes.data());
   if (n > kMaxHeader) fail(Kind::foreign, name, "not a safetensors file (header length " + std::to_string(n) + " is implausible)");
-  if (n == 0 || bytes[8] != '{')
+  if (n == 0 || bytes.size() == 8 || bytes[8] != '{')
     fail(n == 0 || bytes.size() > 8 ? Kind::foreign : Kind::truncated, name, "not a safetensors file (no JSON header after the length)");
   if (n > bytes.size() - 8)
     fail(Kind::truncated, name, "header length is " + std::to_string(n) + " bytes but only " + std::to_string(bytes.size() - 8) + " follow");
-
   Json header;
   try {
     header = Json::parse(bytes.begin() + 8, bytes.begin() + 8 + static_cast<std::ptrdiff_t>(n));
@@ -154,65 +233,20 @@ Safetensors parse_safetensors(const std::string& bytes, const std::string& name,
     fail(Kind::invalid, name, "header is not valid JSON (" + what + ")");
   }
   if (!header.is_object()) fail(Kind::invalid, name, "header is not a JSON object");
-
-  const std::string data = bytes.substr(8 + n);
-  Safetensors out;
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> ranges;
-  std::map<std::pair<std::uint64_t, std::uint64_t>, std::string> owner;
+  const std::string_view data = bytes.substr(8 + n);
+  SafetensorsHeader out;
   for (const auto& [key, entry] : header.items()) {
-    if (key == "__metadata__") {
-      if (!entry.is_object()) fail(Kind::invalid, name, "__metadata__ is not a JSON object");
-      for (const auto& [mk, mv] : entry.items()) {
-        if (!mv.is_string()) fail(Kind::invalid, name, "__metadata__ value for " + quote(mk) + " is not a string");
-        out.metadata[mk] = mv.get<std::string>();
-      }
+    if (key != "__metadata__") {
+      out.tensors.push_back(entry_of(key, entry, data, name));
       continue;
     }
-    const auto where = "tensor " + quote(key) + ": ";
-    if (!entry.is_object() || !entry.contains("dtype") || !entry.contains("shape") || !entry.contains("data_offsets") || entry.size() != 3)
-      fail(Kind::invalid, name, where + "expected exactly dtype, shape and data_offsets");
-    if (!entry["dtype"].is_string()) fail(Kind::invalid, name, where + "dtype is not a string");
-    const auto dtype = entry["dtype"].get<std::string>();
-    if (dtype != "F32") fail(Kind::foreign, name, where + "dtype " + quote(dtype) + " is not supported (ptk reads F32 only)");
-    SafetensorsTensor t;
-    if (!entry["shape"].is_array()) fail(Kind::invalid, name, where + "shape is not an array");
-    for (const auto& d : entry["shape"]) {
-      if (!d.is_number_unsigned()) fail(Kind::invalid, name, where + "shape has a dimension that is not a non-negative integer");
-      const auto v = d.get<std::uint64_t>();
-      if (v > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) fail(Kind::invalid, name, where + "shape dimension overflows");
-      t.shape.push_back(static_cast<std::int64_t>(v));
+    if (!entry.is_object()) fail(Kind::invalid, name, "__metadata__ is not a JSON object");
+    for (const auto& [mk, mv] : entry.items()) {
+      if (!mv.is_string()) fail(Kind::invalid, name, "__metadata__ value for " + quote(mk) + " is not a string");
+      out.metadata[mk] = mv.get<std::string>();
     }
-    const auto& offs = entry["data_offsets"];
-    if (!offs.is_array() || offs.size() != 2 || !offs[0].is_number_unsigned() || !offs[1].is_number_unsigned())
-      fail(Kind::invalid, name, where + "data_offsets must be two non-negative integers");
-    const auto begin = offs[0].get<std::uint64_t>(), end = offs[1].get<std::uint64_t>();
-    const auto count = count_of(t.shape);
-    if (count < 0) fail(Kind::invalid, name, where + "shape " + shape_text(t.shape) + " is too large");
-    if (end < begin || end - begin != static_cast<std::uint64_t>(count) * 4)
-      fail(Kind::invalid, name, where + "data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) +
-                                    ") do not hold the " + std::to_string(count) + " F32 values of shape " + shape_text(t.shape));
-    if (end > data.size())
-      fail(Kind::truncated, name, where + "data ends at byte " + std::to_string(end) + " of the data section, which has " +
-                                      std::to_string(data.size()));
-    t.data.resize(static_cast<std::size_t>(count));
-    if (count > 0) std::memcpy(t.data.data(), data.data() + begin, static_cast<std::size_t>(end - begin));
-    ranges.emplace_back(begin, end);
-    owner[{begin, end}] = key;
-    out.tensors.emplace(key, std::move(t));
   }
-  // The tensors must tile the data section: sorted by offset, each starts where the previous ended.
-  std::sort(ranges.begin(), ranges.end());
-  std::uint64_t at = 0;
-  for (const auto& r : ranges) {
-    if (r.first < at)
-      fail(Kind::invalid, name, "tensor " + quote(owner[r]) + " overlaps another tensor's data (offsets [" +
-                                    std::to_string(r.first) + ", " + std::to_string(r.second) + "))");
-    if (r.first > at) fail(Kind::invalid, name, "the data section has a gap at bytes [" + std::to_string(at) + ", " + std::to_string(r.first) + ")");
-    at = r.second;
-  }
-  if (at != data.size())
-    fail(Kind::invalid, name, "the data section has " + std::to_string(data.size() - at) + " bytes after the last tensor");
-
+  check_tiling(out.tensors, data, name);  // (items() iterates the keys sorted: out.tensors is sorted by name)
   const auto hcrc = out.metadata.find(kHeaderChecksumKey);
   if (hcrc != out.metadata.end()) {
     const auto actual = header_crc(header);
@@ -221,10 +255,27 @@ Safetensors parse_safetensors(const std::string& bytes, const std::string& name,
                                       quote(hcrc->second));
   }
   const auto crc = out.metadata.find(kChecksumKey);
-  if (crc != out.metadata.end()) {
+  if (check_data_crc && crc != out.metadata.end()) {
     const auto actual = crc32_hex(data.data(), data.size());
     if (crc->second != actual)
       fail(Kind::corrupted, name, "checksum mismatch: the data's CRC-32 is " + actual + " but the header says " + quote(crc->second));
+  }
+  return out;
+}
+
+Safetensors parse_safetensors(const std::string& bytes, const std::string& name, const std::vector<std::string>& required) {
+  const SafetensorsHeader header = parse_safetensors_header(bytes, name);
+  Safetensors out;
+  out.metadata = header.metadata;
+  for (const auto& e : header.tensors) {
+    if (e.dtype != DType::f32)
+      fail(Kind::foreign, name, "tensor " + quote(e.name) + ": dtype " + (e.dtype == DType::bf16 ? "'BF16'" : "'F16'") +
+                                    " is not supported here (a ptk checkpoint holds F32 only)");
+    SafetensorsTensor t;
+    t.shape = e.shape;
+    t.data.resize(e.bytes.size() / sizeof(float));
+    if (!e.bytes.empty()) std::memcpy(t.data.data(), e.bytes.data(), e.bytes.size());
+    out.tensors.emplace(e.name, std::move(t));
   }
   for (const auto& r : required)
     if (!out.tensors.count(r)) fail(Kind::foreign, name, "missing tensor " + quote(r));

@@ -1,4 +1,5 @@
-// Reader and writer for safetensors files holding float32 tensors (ptk's checkpoints).
+// Reader and writer for safetensors files: ptk's checkpoints (float32), and Hugging Face's weights (F32, BF16, F16;
+// read in place from a mapped file).
 //
 // Layout: an 8-byte little-endian header length n, n bytes of JSON header (padded with spaces to a multiple
 // of 8), then the raw little-endian data. The header maps each tensor name to
@@ -16,6 +17,9 @@
 #include <string>
 #include <vector>
 
+#include <string_view>
+
+#include "ptk/core/dtype_name.hpp"
 #include "ptk/core/error.hpp"
 
 namespace ptk::io {
@@ -67,7 +71,28 @@ std::string serialize_safetensors(const Safetensors& st, const std::string& name
 // which fingerprints the whole file: another file can name it to be paired with exactly this one.
 std::string write_safetensors(const std::string& path, const Safetensors& st);
 
-// Parses complete file contents. Every name in `required` must be present (else Kind::foreign).
+// One tensor of a safetensors file where it lies in the parsed bytes (a mapped file's): F32, BF16 or F16.
+struct SafetensorsEntry {
+  std::string name;
+  DType dtype = DType::f32;
+  std::vector<std::int64_t> shape;
+  std::string_view bytes;  // little-endian elements, C order
+};
+
+struct SafetensorsHeader {
+  std::vector<SafetensorsEntry> tensors;  // sorted by name
+  std::map<std::string, std::string> metadata;
+  const SafetensorsEntry* find(const std::string& name) const;  // nullptr when absent
+};
+
+// The header of a file whose whole contents are `bytes` (a mapped file: nothing is copied), checked as the F32
+// reader checks it: every tensor's offsets, its shape against its dtype's size, the data section tiled without gaps
+// or overlaps, and the CRCs ptk writes when present (the data's only with check_data_crc). A dtype other than F32,
+// BF16 or F16 (I64, F8_E4M3, ...) is Kind::foreign, naming the tensor and the dtype.
+SafetensorsHeader parse_safetensors_header(std::string_view bytes, const std::string& name_for_errors,
+                                           bool check_data_crc = true);
+
+// Parses complete file contents, F32 tensors only (a ptk checkpoint). Every name in `required` must be present (else Kind::foreign).
 Safetensors parse_safetensors(const std::string& bytes, const std::string& name_for_errors,
                               const std::vector<std::string>& required = {});
 Safetensors read_safetensors(const std::string& path, const std::vector<std::string>& required = {});

@@ -89,11 +89,9 @@ namespace {
 
 // The parameters, each once, by name, in the model's fixed order: the one place the names are written. A slot
 // says how the parameter is initialized and which role of a layer (or of the model) it fills.
-enum class Init { normal, residual, one, zero };
+using Init = Decoder::ParameterInfo::Init;
 struct Slot {
-  std::string name;
-  Shape shape;
-  Init init;
+  Decoder::ParameterInfo info;
   int layer;                                  // -1: not a layer's
   ag::Var Decoder::Layer::*layer_role;        // when layer >= 0
   ag::Var Decoder::Globals::*global_role;     // when layer < 0
@@ -124,6 +122,13 @@ LayerTable llama_layer(std::int64_t C, std::int64_t KV, std::int64_t F) {
           {"mlp.down_proj.weight", {C, F}, Init::residual, &L::down_w}};
 }
 
+// The roles ag::linear reads as weights (Decoder::store_weights_as stores them as a reduced type).
+bool is_linear(ag::Var L::*role) {
+  for (ag::Var L::*w : {&L::qkv_w, &L::q_w, &L::k_w, &L::v_w, &L::o_w, &L::up_w, &L::gate_w, &L::down_w})
+    if (role == w) return true;
+  return false;
+}
+
 std::vector<Slot> slots(const DecoderConfig& c) {
   check_config(c);
   const std::int64_t C = c.n_embd, V = c.vocab_size, F = mlp_hidden(c);
@@ -131,14 +136,15 @@ std::vector<Slot> slots(const DecoderConfig& c) {
   const bool gpt2 = c.arch == Arch::gpt2;
   std::vector<Slot> out;
   const auto global = [&](const char* name, Shape shape, Init init, ag::Var G::*role) {
-    out.push_back({name, std::move(shape), init, -1, nullptr, role});
+    out.push_back({{name, std::move(shape), role == &G::head, init}, -1, nullptr, role});
   };
   global(gpt2 ? "wte.weight" : "model.embed_tokens.weight", {V, C}, Init::normal, &G::tok_embed);
   if (gpt2) global("wpe.weight", {c.block_size, C}, Init::normal, &G::pos_embed);
   const LayerTable layer = gpt2 ? gpt2_layer(C) : llama_layer(C, KV, F);
   for (int i = 0; i < c.n_layer; ++i)
     for (const auto& [name, shape, init, role] : layer)
-      out.push_back({(gpt2 ? "h." : "model.layers.") + std::to_string(i) + "." + name, shape, init, i, role, nullptr});
+      out.push_back({{(gpt2 ? "h." : "model.layers.") + std::to_string(i) + "." + name, shape, is_linear(role), init}, i,
+                     role, nullptr});
   if (gpt2) {
     global("ln_f.weight", {C}, Init::one, &G::norm_w);
     global("ln_f.bias", {C}, Init::zero, &G::norm_b);
@@ -153,24 +159,30 @@ std::vector<Slot> slots(const DecoderConfig& c) {
 
 std::vector<std::pair<std::string, Shape>> parameter_shapes(const DecoderConfig& config) {
   std::vector<std::pair<std::string, Shape>> shapes;
-  for (const auto& s : slots(config)) shapes.emplace_back(s.name, s.shape);
+  for (const auto& s : slots(config)) shapes.emplace_back(s.info.name, s.info.shape);
   return shapes;
 }
 
 Decoder::Decoder(const DecoderConfig& config, ag::Device device, std::uint64_t seed)
+    : Decoder(config, device, [normal = Normal(seed), residual_std = 0.02 / std::sqrt(2.0 * config.n_layer),
+                               device](const ParameterInfo& p) mutable {
+        std::vector<float> values(static_cast<std::size_t>(element_count(p.shape)), p.init == Init::one ? 1.0f : 0.0f);
+        if (p.init == Init::normal || p.init == Init::residual) {
+          const double std = p.init == Init::residual ? residual_std : 0.02;
+          for (auto& x : values) x = static_cast<float>(std * normal.next());
+        }
+        return ag::Var::from_vector(p.shape, values, device, /*requires_grad=*/true);
+      }) {}
+
+Decoder::Decoder(const DecoderConfig& config, ag::Device device, const ParameterMaker& make)
     : config_(config), parts_(parts_of(config.arch)), device_(device), layers_(static_cast<std::size_t>(config.n_layer)) {
-  Normal normal(seed);
-  const double residual_std = 0.02 / std::sqrt(2.0 * config.n_layer);
   for (const auto& s : slots(config)) {
-    std::vector<float> values(static_cast<std::size_t>(element_count(s.shape)), s.init == Init::one ? 1.0f : 0.0f);
-    if (s.init == Init::normal || s.init == Init::residual) {
-      const double std = s.init == Init::residual ? residual_std : 0.02;
-      for (auto& x : values) x = static_cast<float>(std * normal.next());
-    }
-    ag::Var var = ag::Var::from_vector(s.shape, values, device, /*requires_grad=*/true);
+    ag::Var var = make(s.info);
+    require(var.defined() && var.shape() == s.info.shape, "model: parameter ", s.info.name, " was made with shape ",
+            var.defined() ? to_string(var.shape()) : "(none)", ", expected ", to_string(s.info.shape));
     if (s.layer >= 0) layers_[static_cast<std::size_t>(s.layer)].*s.layer_role = var;
     else globals_.*s.global_role = var;
-    params_.emplace_back(s.name, std::move(var));
+    params_.emplace_back(s.info.name, std::move(var));
   }
   if (parts_.tied_head) globals_.head = globals_.tok_embed;
 }

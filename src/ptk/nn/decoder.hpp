@@ -22,6 +22,7 @@
 //   ∘ mlp.up_proj.weight [F, C] · h) → residual;  model.norm.weight [C];  logits = x · lm_head.weight [V, C]ᵀ.
 //   rmsnorm eps norm_eps. This is exactly LlamaForCausalLM's math (rotate_half rope).
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
@@ -110,6 +111,16 @@ class Decoder {
   // ~ N(0, (0.02/sqrt(2 n_layer))²), biases 0, norm weights 1; drawn in parameter order from a 64-bit Mersenne
   // Twister seeded with `seed`.
   Decoder(const DecoderConfig& config, ag::Device device, std::uint64_t seed);
+  // Parameters made by `make` (a model read from a file, nn/model_files.hpp), called once per parameter in the
+  // model's order.
+  struct ParameterInfo {
+    std::string name;
+    Shape shape;
+    bool linear_weight;  // a linear layer's weight or an untied head: what store_weights_as stores as a reduced type
+    enum class Init { normal, residual, one, zero } init;  // how the seed constructor draws it
+  };
+  using ParameterMaker = std::function<ag::Var(const ParameterInfo&)>;
+  Decoder(const DecoderConfig& config, ag::Device device, const ParameterMaker& make);
 
   const DecoderConfig& config() const { return config_; }
   ag::Device device() const { return device_; }

@@ -18,18 +18,6 @@ const std::map<std::string, std::string> kLayerNames = {
     {"mlp.gate_proj.weight", "ffn_gate.weight"},      {"mlp.up_proj.weight", "ffn_up.weight"},
     {"mlp.down_proj.weight", "ffn_down.weight"}};
 
-std::string gguf_name(const std::string& name) {
-  if (name == "model.embed_tokens.weight") return "token_embd.weight";
-  if (name == "model.norm.weight") return "output_norm.weight";
-  if (name == "lm_head.weight") return "output.weight";
-  const std::string prefix = "model.layers.";
-  const auto dot = name.find('.', prefix.size());
-  require(name.rfind(prefix, 0) == 0 && dot != std::string::npos, "gguf: no GGUF name for parameter ", name);
-  const auto it = kLayerNames.find(name.substr(dot + 1));
-  require(it != kLayerNames.end(), "gguf: no GGUF name for parameter ", name);
-  return "blk." + name.substr(prefix.size(), dot - prefix.size()) + "." + it->second;
-}
-
 // Rows [heads * D, K] from rotate-half order to interleaved pairs: row h·D + 2i + j <- row h·D + j·D/2 + i.
 std::vector<float> interleave_rope_rows(const std::vector<float>& w, std::int64_t heads, std::int64_t D, std::int64_t K) {
   std::vector<float> out(w.size());
@@ -91,6 +79,18 @@ std::uint32_t file_type(DType dtype) {  // llama.cpp's LLAMA_FTYPE_ALL_F32, MOST
 
 }  // namespace
 
+std::string gguf_tensor_name(const std::string& name) {
+  if (name == "model.embed_tokens.weight") return "token_embd.weight";
+  if (name == "model.norm.weight") return "output_norm.weight";
+  if (name == "lm_head.weight") return "output.weight";
+  const std::string prefix = "model.layers.";
+  const auto dot = name.find('.', prefix.size());
+  require(name.rfind(prefix, 0) == 0 && dot != std::string::npos, "gguf: no GGUF name for parameter ", name);
+  const auto it = kLayerNames.find(name.substr(dot + 1));
+  require(it != kLayerNames.end(), "gguf: no GGUF name for parameter ", name);
+  return "blk." + name.substr(prefix.size(), dot - prefix.size()) + "." + it->second;
+}
+
 io::GgufMetadata gguf_llama_metadata(const DecoderConfig& c, DType dtype, const std::string& name) {
   using io::GgufValue;
   require(c.arch == Arch::llama, "gguf: only a llama model can be written as GGUF (this one is ", to_string(c.arch), ")");
@@ -122,7 +122,7 @@ std::vector<GgufTensor> gguf_llama_tensors(const Checkpoint& checkpoint, DType d
     const bool q = name.find("q_proj") != std::string::npos, k = name.find("k_proj") != std::string::npos;
     const std::vector<float> w = q || k ? interleave_rope_rows(values, q ? c.n_head : kv_heads(c), D, shape[1]) : values;
     const DType t = shape.size() == 1 ? DType::f32 : dtype;
-    out.push_back({gguf_name(name), shape, t, convert(name, w, shape.back(), t)});
+    out.push_back({gguf_tensor_name(name), shape, t, convert(name, w, shape.back(), t)});
   }
   return out;
 }

@@ -23,6 +23,9 @@ struct GgufTensor {
   std::string bytes;
 };
 
+// GGUF's name for ptk's llama parameter `name` (the table above); InputError for a name it does not have.
+std::string gguf_tensor_name(const std::string& name);
+
 // general.* and llama.* keys of the model (context length = block_size; file_type from dtype).
 io::GgufMetadata gguf_llama_metadata(const DecoderConfig& config, DType dtype, const std::string& name);
 

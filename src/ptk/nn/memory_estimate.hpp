@@ -153,26 +153,49 @@ namespace ptk::nn {
 //                        layer's activations and the embeddings at B·T positions, and the logits of the last
 //                        position only: the activations above for L = 1 with 2·B·V in place of 2·B·T·V (an upper
 //                        bound: within a layer not all of them are alive at once; a decode step needs 1/T of it).
-// The weights count as f32 whatever ptk generate --dtype stores them as: they are loaded as f32 and converted one
-// tensor at a time, so the peak holds the f32 weights.
+// The weights at their stored size: the linear layers' (P_lin above: gpt2 L·12·C², its head being the f32 token
+// table; llama L·(2·C² + 2·K·C + 3·F·C) + V·C) in weight_dtype (f32 4 bytes, bf16 and f16 2, q8_0 34/32, q4_0 18/32),
+// every other parameter f32; plus, while the model loads (nn/model_files.hpp: converted one tensor at a time), the
+// conversion buffer of its largest linear weight in weight_dtype (staging). A ptk checkpoint is read whole as f32
+// before it is converted: its caller counts it with weight_dtype f32.
 struct InferenceEstimate {
-  std::int64_t parameter_bytes = 0, kv_cache_bytes = 0, workspace_bytes = 0;
+  std::int64_t parameter_bytes = 0, kv_cache_bytes = 0, workspace_bytes = 0, staging_bytes = 0;
   std::int64_t total_bytes() const {
-    return MemoryEstimate::saturate(static_cast<double>(parameter_bytes) + kv_cache_bytes + workspace_bytes);
+    return MemoryEstimate::saturate(static_cast<double>(parameter_bytes) + kv_cache_bytes + workspace_bytes +
+                                    staging_bytes);
   }
 };
 
-constexpr InferenceEstimate estimate_inference_memory(const ModelShape& m, DType kv_dtype = DType::f32) {
+// Bytes a value stored as dtype takes (a q8_0 / q4_0 block of 32 values: 34 / 18 bytes).
+constexpr double bytes_per_value(DType dtype) {
+  switch (dtype) {
+    case DType::f32: return 4.0;
+    case DType::bf16:
+    case DType::f16: return 2.0;
+    case DType::q8_0: return 34.0 / 32;
+    case DType::q4_0: return 18.0 / 32;
+  }
+  return 4.0;
+}
+
+constexpr InferenceEstimate estimate_inference_memory(const ModelShape& m, DType kv_dtype = DType::f32,
+                                                      DType weight_dtype = DType::f32) {
   constexpr double f = sizeof(float);
   const double kv_bytes = kv_dtype == DType::f32 ? 4.0 : 2.0;  // a cache is f32, bf16 or f16
-  const double L = m.layers, B = m.batch, T = m.context;
-  const double K = m.arch == Arch::llama ? llama_kv_width(m) : static_cast<double>(m.channels);
+  const double L = m.layers, B = m.batch, T = m.context, C = m.channels, V = m.vocab;
+  const double K = m.arch == Arch::llama ? llama_kv_width(m) : C;
+  const double F = m.arch == Arch::llama ? llama_ffn(m) : 4 * C;
   // One layer, the last position's logits: in double, never from a saturated count (no difference of huge values).
   const double workspace = m.arch == Arch::llama ? llama_activation_count(m, 1, 1) : gpt2_activation_count(m, 1, 1);
+  const double all = m.arch == Arch::llama ? 2 * V * C + L * (2 * C * C + 2 * K * C + 3 * F * C + 2 * C) + C
+                                           : V * C + T * C + L * (12 * C * C + 13 * C) + 2 * C;
+  const double linear = m.arch == Arch::llama ? L * (2 * C * C + 2 * K * C + 3 * F * C) + V * C : L * 12 * C * C;
+  const double largest = m.arch == Arch::llama ? (V > F ? V : F) * C : 4 * C * C;
   InferenceEstimate e;
-  e.parameter_bytes = estimate_training_memory(m).parameter_bytes;
+  e.parameter_bytes = MemoryEstimate::saturate(f * (all - linear) + bytes_per_value(weight_dtype) * linear);
   e.kv_cache_bytes = MemoryEstimate::saturate(kv_bytes * 2 * L * B * T * K);
   e.workspace_bytes = MemoryEstimate::saturate(f * workspace);
+  e.staging_bytes = MemoryEstimate::saturate(bytes_per_value(weight_dtype) * largest);
   return e;
 }
 
