@@ -123,4 +123,17 @@ with tempfile.TemporaryDirectory() as d:
 for i, line in enumerate(["Hello, world's 42 \U0001F389", "aaaaaaaaaaaaaaaa  the the\tthe\n\n",
                           "x<|endoftext|>y<|end|>z", "\u00e9\u0301 \u0663 \u180e\u0085\ufeff", "bad \xff"]):
     put("bpe_encode", f"text{i}", line.encode("utf-8", "surrogateescape") if i < 4 else b"bad \xff\xc3(")
+# Hugging Face config.json files of the three architectures ptk reads (nn/hf_config.hpp), shaped as the real ones.
+put("hf_config", "llama.json", json.dumps({
+    "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 64, "intermediate_size": 160,
+    "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 1024,
+    "max_position_embeddings": 128, "rms_norm_eps": 1e-5, "rope_theta": 500000.0, "tie_word_embeddings": False,
+    "hidden_act": "silu", "rope_scaling": None, "bos_token_id": 1, "eos_token_id": [2, 3], "head_dim": 16}))
+put("hf_config", "mistral.json", json.dumps({
+    "architectures": ["MistralForCausalLM"], "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
+    "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 32000, "max_position_embeddings": 32768,
+    "sliding_window": 4096, "rms_norm_eps": 1e-5, "rope_theta": 10000.0}))
+put("hf_config", "gpt2.json", json.dumps({
+    "architectures": ["GPT2LMHeadModel"], "n_embd": 768, "n_layer": 12, "n_head": 12, "n_positions": 1024,
+    "vocab_size": 50257, "layer_norm_epsilon": 1e-5, "activation_function": "gelu_new", "n_inner": None}))
 print("seeds written under", root)

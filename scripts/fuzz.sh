@@ -3,7 +3,8 @@
 #
 #   scripts/fuzz.sh [--seconds N] [--jobs J] [TARGET ...]     (default: every target, 10 s each)
 #
-# Targets (fuzz/<target>_fuzz.cpp): npy, safetensors, gguf, tokenizer_json, gpt2_vocab, sentencepiece, bpe_encode. Each is
+# Targets (fuzz/<target>_fuzz.cpp): npy, safetensors, gguf, hf_config, tokenizer_json, gpt2_vocab, sentencepiece,
+# bpe_encode. Each is
 # built into build/fuzz/ from the reader's own sources (no Kokkos library; npy.cpp sees the headers of the cpu
 # preset's Kokkos, which scripts/bootstrap.sh cpu installs), then runs for N seconds from its committed seeds
 # (fuzz/corpus/<target>/, written by fuzz/make_seeds.py) and what it has found before (build/fuzz/corpus/<target>/,
@@ -17,11 +18,11 @@ targets=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --seconds) seconds=$2; shift 2 ;;
-    -h | --help) sed -n '2,13p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,14p' "$0"; exit 0 ;;
     *) targets+=("$1"); shift ;;
   esac
 done
-[ ${#targets[@]} -gt 0 ] || targets=(npy safetensors gguf tokenizer_json gpt2_vocab sentencepiece bpe_encode)
+[ ${#targets[@]} -gt 0 ] || targets=(npy safetensors gguf hf_config tokenizer_json gpt2_vocab sentencepiece bpe_encode)
 command -v clang++ >/dev/null || { echo "fuzz: clang++ not found (Debian: apt-get install clang)" >&2; exit 2; }
 kokkos=${PTK_CACHE:-$HOME/.cache/ptk}/kokkos-3.4.01/cpu/include
 [ -f "$kokkos/Kokkos_Core.hpp" ] || { echo "fuzz: no Kokkos headers in $kokkos (run scripts/bootstrap.sh cpu)" >&2; exit 2; }
@@ -34,6 +35,7 @@ declare -A sources=(
   [npy]="src/ptk/io/npy.cpp src/ptk/io/npy_header.cpp src/ptk/io/atomic_file.cpp"
   [safetensors]="src/ptk/io/safetensors.cpp src/ptk/io/atomic_file.cpp"
   [gguf]="src/ptk/io/gguf.cpp src/ptk/io/atomic_file.cpp"
+  [hf_config]="src/ptk/nn/hf_config.cpp src/ptk/nn/decoder_config.cpp"
 )
 # The tokenizer library's sources and what they call in io (read_regular_file, crc32_hex, GGUF metadata).
 text_sources="src/ptk/io/atomic_file.cpp src/ptk/io/safetensors.cpp src/ptk/io/gguf.cpp $(ls src/ptk/text/*.cpp | tr '\n' ' ')"

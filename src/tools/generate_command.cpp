@@ -31,7 +31,7 @@ namespace ptk::tools {
 namespace {
 
 struct Options {
-  std::string model, load, tokenizer, prompt, prompt_file, logits, device = "default", dtype = "f32", kv_dtype = "f32";
+  std::string model, load, tokenizer, prompt, prompt_file, prompt_ids, logits, device = "default", dtype = "f32", kv_dtype = "f32";
   int n = 256;
   float temperature = 1.0f, top_p = 1.0f;
   int top_k = 0;
@@ -91,8 +91,11 @@ void add_options(CLI::App& app, Options& o, CLI::Option*& n) {
   app.add_option("--tokenizer", o.tokenizer, "the model's tokenizer: the one a ptk checkpoint was trained on, a GGUF "
                                              "file's (checked against it), or another for a directory's")->check(file_name());
   auto* prompt = app.add_option("--prompt", o.prompt, "the text to continue (default: a newline)");
-  app.add_option("--prompt-file", o.prompt_file, "read the prompt from FILE (a regular file)")
-      ->excludes(prompt)->check(file_name());
+  auto* file = app.add_option("--prompt-file", o.prompt_file, "read the prompt from FILE (a regular file)")
+                   ->excludes(prompt)->check(file_name());
+  app.add_option("--prompt-ids", o.prompt_ids, "the prompt as token ids, space-separated (the same ids to ptk and "
+                                               "another engine: no tokenizer, no BOS added)")
+      ->excludes(prompt)->excludes(file);
   app.add_option("--logits", o.logits, "also write the prompt's logits, [prompt tokens, vocab] float32, to FILE.npy")
       ->check(file_name());
   n = app.add_option("-n", o.n, "tokens to generate: bytes, or the tokenizer's (at most block_size + 1 - the prompt's length)")
@@ -112,9 +115,33 @@ void add_options(CLI::App& app, Options& o, CLI::Option*& n) {
       ->capture_default_str()->check(CLI::IsMember({"f32", "bf16", "f16"}));
 }
 
+// --prompt-ids: each a whole number below the model's vocabulary size, at most 2^24 of them.
+std::vector<int> parse_prompt_ids(const std::string& text, int vocab_size) {
+  std::istringstream in(text);
+  std::vector<int> ids;
+  std::string word;
+  while (in >> word) {
+    std::size_t used = 0;
+    long long v = -1;
+    try {
+      v = std::stoll(word, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != word.size() || v < 0 || v >= vocab_size)
+      throw UsageError{"generate: --prompt-ids: '" + word.substr(0, 24) + "' is not a token id of the model's vocabulary of " +
+                       std::to_string(vocab_size)};
+    if (ids.size() >= (1u << 24)) throw UsageError{"generate: --prompt-ids: more than 2^24 ids"};
+    ids.push_back(static_cast<int>(v));
+  }
+  if (ids.empty()) throw UsageError{"generate: --prompt-ids has no ids"};
+  return ids;
+}
+
 // The prompt's text and ids (a tokenizer's, BOS first where the model's convention asks, or the checkpoint's bytes).
 std::pair<std::string, std::vector<int>> prompt_ids(const Options& o, const ModelSource& source) {
   const nn::DecoderConfig& config = source.files->config();
+  if (!o.prompt_ids.empty()) return {"", parse_prompt_ids(o.prompt_ids, config.vocab_size)};
   const auto& tokenizer = source.tokenizer;
   // A token is at most a few dozen bytes: a prompt file past 64 bytes a position cannot fit the block.
   const int max_prompt_bytes = tokenizer ? 64 * std::min(config.block_size, 1 << 24) : config.block_size;

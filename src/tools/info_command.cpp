@@ -1,4 +1,4 @@
-// ptk info [--verbose] [--model L,H,C,T,V[,B] [--arch gpt2|llama] [--kv-heads N]] [--device host|default]: what this build of ptk
+// ptk info [--verbose] [--model L,H,C,T,V[,B]|PATH [--arch gpt2|llama] [--kv-heads N]] [--device host|default]: what this build of ptk
 // runs on. Devices are found per built backend through the CUDA/HIP runtime (ptk::runtime), so a
 // GPU build on a machine without its GPU still reports, without starting Kokkos.
 #include <Kokkos_Core.hpp>
@@ -8,6 +8,8 @@
 #if defined(KOKKOS_ENABLE_OPENMP)
 #include <omp.h>
 #endif
+
+#include <sys/stat.h>
 
 #include <cstdint>
 #include <cstdio>
@@ -22,6 +24,7 @@
 #include "ptk/core/cpu_features.hpp"
 #include "ptk/core/runtime.hpp"
 #include "ptk/nn/memory_estimate.hpp"
+#include "ptk/nn/model_files.hpp"
 
 namespace ptk::tools {
 namespace {
@@ -200,6 +203,42 @@ void print_memory_estimates(const nn::ModelShape& model_shape, const std::string
   row("fits", fits(g.total_bytes(), available, where));
 }
 
+// `ptk info --model PATH`: the model a file or directory holds, and its inference memory for each weight type
+// against what the --device has free (the estimates ptk generate refuses by, at the model's whole context).
+void print_model_file(const std::string& path, const std::string& device, const runtime::GpuProbe& probe) {
+  const nn::ModelFiles files(path);
+  const nn::DecoderConfig& c = files.config();
+  std::cout << "\nModel " << path << "\n";
+  row("form", files.description());
+  row("shape", nn::to_string(c.arch) + " L=" + std::to_string(c.n_layer) + " H=" + std::to_string(c.n_head) +
+                   " kv_heads=" + std::to_string(nn::kv_heads(c)) + " C=" + std::to_string(c.n_embd) + " F=" +
+                   std::to_string(nn::mlp_hidden(c)) + " V=" + std::to_string(c.vocab_size) + " context=" +
+                   std::to_string(c.block_size));
+  if (!files.note().empty()) row("note", files.note());
+  row("stored", std::string(dtype_name(files.stored_dtype())) + " matrices, " + gib(static_cast<double>(files.stored_bytes())));
+  const bool on_gpu = device == "default" && probe.built && probe.count > 0;
+  const double available = on_gpu ? static_cast<double>(probe.devices.empty() ? 0 : probe.devices[0].free_bytes)
+                                   : static_cast<double>(runtime::host_available_bytes());
+  const std::string where = on_gpu ? std::string(runtime::gpu_backend()) + " 0 free memory" : "host MemAvailable";
+  const nn::ModelShape m{c.n_layer, c.n_head, c.n_embd, c.block_size, c.vocab_size, 1, c.arch, nn::kv_heads(c),
+                         nn::mlp_hidden(c)};
+  std::cout << "\nInference memory by --dtype (ptk generate; bf16 KV cache of " << c.block_size
+            << " positions; formulas in src/ptk/nn/memory_estimate.hpp)\n";
+  std::cout << "  --dtype  weights      KV cache     workspace    total        fits\n";
+  for (DType t : {DType::f32, DType::bf16, DType::f16, DType::q8_0, DType::q4_0}) {
+    const auto e = nn::estimate_inference_memory(m, DType::bf16, files.format() == nn::ModelFormat::ptk ? DType::f32 : t);
+    char line[160];
+    std::snprintf(line, sizeof line, "  %-8s %-12s %-12s %-12s ", dtype_name(t), gib_of(e.parameter_bytes).c_str(),
+                  gib_of(e.kv_cache_bytes).c_str(), gib_of(e.workspace_bytes + e.staging_bytes).c_str());
+    std::cout << line << fits(e.total_bytes(), available, where) << '\n';
+  }
+}
+
+bool is_path(const std::string& text) {
+  struct stat st {};
+  return ::stat(text.c_str(), &st) == 0;
+}
+
 }  // namespace
 
 int info_command(const Args& args, bool kokkos_started) {
@@ -209,15 +248,17 @@ int info_command(const Args& args, bool kokkos_started) {
   CLI::App app{"What this build of ptk runs on: Kokkos configuration, backends, devices, memory.", "ptk info"};
   app.add_flag("--verbose", verbose, "also print Kokkos' own configuration");
   auto* model_option = app.add_option("--model", model, "training and inference memory of a model: layers, heads, "
-                                                        "channels, context, vocabulary[, batch]")
-                           ->type_name("L,H,C,T,V[,B]");
+                                                        "channels, context, vocabulary[, batch]; or a model's path "
+                                                        "(a ptk checkpoint, a Hugging Face directory, a GGUF file)")
+                           ->type_name("L,H,C,T,V[,B]|PATH");
   app.add_option("--arch", arch, "the model's architecture")->capture_default_str()->check(CLI::IsMember({"gpt2", "llama"}));
   auto* kv_option = app.add_option("--kv-heads", kv_heads, "llama's key/value heads (a divisor of H; default H)")
                         ->check(whole_number(1, 1 << 30));
   app.add_option("--device", device, "host or default (the GPU in a GPU build): whose free memory --model is held to")
       ->capture_default_str()->check(CLI::IsMember({"host", "default"}));
   if (parse_command_line(app, args, "info")) return 0;
-  auto model_shape = model_option->count() == 0 ? nn::ModelShape{} : parse_model(model);
+  const bool model_path = model_option->count() > 0 && is_path(model);
+  auto model_shape = model_option->count() == 0 || model_path ? nn::ModelShape{} : parse_model(model);
   model_shape.arch = arch == "llama" ? nn::Arch::llama : nn::Arch::gpt2;
   if (kv_option->count() > 0) {
     if (arch != "llama") throw UsageError{"info: --kv-heads is for --arch llama"};
@@ -276,7 +317,8 @@ int info_command(const Args& args, bool kokkos_started) {
     }
   }
 
-  if (model_option->count() > 0) print_memory_estimates(model_shape, device, probe);
+  if (model_path) print_model_file(model, device, probe);
+  else if (model_option->count() > 0) print_memory_estimates(model_shape, device, probe);
 
   if (verbose) {
     std::cout << "\nKokkos::print_configuration (verbose)\n";

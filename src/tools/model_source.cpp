@@ -4,6 +4,7 @@
 #include "commands.hpp"
 #include "ptk/core/quote.hpp"
 #include "ptk/io/gguf.hpp"
+#include "ptk/text/gguf_vocab.hpp"
 
 namespace ptk::tools {
 
@@ -24,9 +25,15 @@ void check_gguf_tokens(const std::string& command, const std::string& model, con
   if (!tokens || !tokens->array || tokens->strings.empty())
     throw UsageError{command + ": " + model + " has no tokenizer.ggml.tokens to check --tokenizer against"};
   const auto vocabulary = tokenizer.vocabulary().tokens;
-  if (vocabulary.size() != tokens->strings.size())
+  // Rows past the tokenizer's ids (a padded vocabulary, text::gguf_tokenizer_metadata's pad_to) are unused tokens.
+  const io::GgufValue* types = gguf.find("tokenizer.ggml.token_type");
+  std::size_t used = tokens->strings.size();
+  while (used > vocabulary.size() && types && types->ints.size() == tokens->strings.size() &&
+         types->ints[used - 1] == text::kUnusedTokenType)
+    --used;
+  if (vocabulary.size() != used)
     throw UsageError{command + ": --tokenizer has " + std::to_string(vocabulary.size()) + " tokens, " + model + " " +
-                     std::to_string(tokens->strings.size())};
+                     std::to_string(used)};
   for (std::size_t i = 0; i < vocabulary.size(); ++i)
     if (vocabulary[i] != tokens->strings[i])
       throw UsageError{command + ": --tokenizer's token " + std::to_string(i) + " is " + quote(vocabulary[i]) + ", " +

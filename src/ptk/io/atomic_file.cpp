@@ -31,7 +31,7 @@ std::string temporary_name(const std::string& path) {
 }
 
 // Writes all of bytes to fd, retrying short writes and EINTR; returns 0 or the errno.
-int write_all(int fd, const std::string& bytes) {
+int write_all(int fd, std::string_view bytes) {
   std::size_t done = 0;
   while (done < bytes.size()) {
     const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
@@ -164,21 +164,44 @@ void check_output_file(const std::string& path) {
     throw FileError(path + ": is " + kind_of(st.st_mode) + ", not a regular file (ptk would replace it with one)");
 }
 
-void write_file_atomically(const std::string& path, const std::string& bytes) {
+AtomicFileWriter::AtomicFileWriter(const std::string& path) : path_(path) {
   check_output_file(path);
   remove_stale_temporaries(path);
-  const std::string temp = temporary_name(path);
-  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) fail(path, "cannot create a file in " + directory_of(path), errno);
-  int err = write_all(fd, bytes);
-  if (err == 0 && ::fsync(fd) != 0) err = errno;
-  if (::close(fd) != 0 && err == 0) err = errno;
-  if (err == 0 && ::rename(temp.c_str(), path.c_str()) != 0) err = errno;
-  if (err != 0) {
-    ::unlink(temp.c_str());
-    fail(path, "cannot write " + std::to_string(bytes.size()) + " bytes", err);
+  temp_ = temporary_name(path);
+  fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd_ < 0) fail(path, "cannot create a file in " + directory_of(path), errno);
+}
+
+AtomicFileWriter::~AtomicFileWriter() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!committed_) ::unlink(temp_.c_str());
+}
+
+void AtomicFileWriter::write(std::string_view bytes) {
+  require(fd_ >= 0 && !committed_, "AtomicFileWriter: write after commit");
+  if (const int err = write_all(fd_, bytes); err != 0) {
+    ::close(fd_);
+    fd_ = -1;
+    fail(path_, "cannot write " + std::to_string(written_ + bytes.size()) + " bytes", err);
   }
-  if ((err = sync_directory(directory_of(path))) != 0) fail(path, "written, but cannot sync its directory", err);
+  written_ += bytes.size();
+}
+
+void AtomicFileWriter::commit() {
+  require(fd_ >= 0 && !committed_, "AtomicFileWriter: commit twice");
+  int err = ::fsync(fd_) != 0 ? errno : 0;
+  if (::close(fd_) != 0 && err == 0) err = errno;
+  fd_ = -1;
+  if (err == 0 && ::rename(temp_.c_str(), path_.c_str()) != 0) err = errno;
+  if (err != 0) fail(path_, "cannot write " + std::to_string(written_) + " bytes", err);
+  committed_ = true;
+  if ((err = sync_directory(directory_of(path_))) != 0) fail(path_, "written, but cannot sync its directory", err);
+}
+
+void write_file_atomically(const std::string& path, const std::string& bytes) {
+  AtomicFileWriter out(path);
+  out.write(bytes);
+  out.commit();
 }
 
 void check_can_write(const std::string& path) {

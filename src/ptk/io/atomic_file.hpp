@@ -15,6 +15,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ptk/core/error.hpp"
@@ -29,6 +30,26 @@ class FileError : public IoError {
 
 // Refuses (check_output_file) a `path` that exists and is not a regular file before anything is written.
 void write_file_atomically(const std::string& path, const std::string& bytes);
+
+// The same for a file written in parts (a model of many GB, one tensor at a time): the temporary file is created by
+// the constructor, filled by write(), and renamed over `path` by commit(); destroyed before commit (an error, an
+// exception on the way), it removes the temporary and `path` keeps its old contents.
+class AtomicFileWriter {
+ public:
+  explicit AtomicFileWriter(const std::string& path);
+  ~AtomicFileWriter();
+  AtomicFileWriter(const AtomicFileWriter&) = delete;
+  AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
+  void write(std::string_view bytes);
+  void commit();
+  std::uint64_t written() const { return written_; }
+
+ private:
+  std::string path_, temp_;
+  int fd_ = -1;
+  bool committed_ = false;
+  std::uint64_t written_ = 0;
+};
 
 // --- What ptk reads and writes: one rule for every command (docs/design.md, "Files ptk reads and writes") ---
 //

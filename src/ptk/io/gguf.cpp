@@ -288,8 +288,8 @@ void put_value(std::string& out, const std::string& key, const GgufValue& v) {
 
 }  // namespace
 
-std::string serialize_gguf(const GgufMetadata& metadata, const std::vector<GgufTensorData>& tensors,
-                           std::uint64_t alignment) {
+std::string serialize_gguf_header(const GgufMetadata& metadata, const std::vector<GgufTensorSpec>& tensors,
+                                  std::uint64_t alignment) {
   if (alignment == 0 || (alignment & (alignment - 1)) != 0) throw GgufError("gguf: alignment " + std::to_string(alignment) + " is not a power of two");
   GgufMetadata kv;
   std::set<std::string> keys;
@@ -313,17 +313,27 @@ std::string serialize_gguf(const GgufMetadata& metadata, const std::vector<GgufT
   for (const auto& t : tensors) {
     if (!names.insert(t.name).second) throw GgufError("gguf: tensor " + quote(t.name) + " given twice");
     if (t.shape.empty() || t.shape.size() > kMaxDims) throw GgufError("gguf: tensor " + quote(t.name) + " has " + std::to_string(t.shape.size()) + " dimensions (1 to 4)");
-    if (t.bytes.size() != gguf_tensor_bytes(t.shape, t.dtype))
-      throw GgufError("gguf: tensor " + quote(t.name) + " has " + std::to_string(t.bytes.size()) + " bytes, its shape needs " +
-                      std::to_string(gguf_tensor_bytes(t.shape, t.dtype)));
     put_string(out, t.name);
     put<std::uint32_t>(out, static_cast<std::uint32_t>(t.shape.size()));
     for (auto d = t.shape.rbegin(); d != t.shape.rend(); ++d) put<std::uint64_t>(out, static_cast<std::uint64_t>(*d));
     put<std::uint32_t>(out, type_id(t.dtype));
     put<std::uint64_t>(out, offset);
-    offset = align_up(offset + t.bytes.size(), alignment);
+    offset = align_up(offset + gguf_tensor_bytes(t.shape, t.dtype), alignment);
   }
   out.resize(align_up(out.size(), alignment), '\0');
+  return out;
+}
+
+std::string serialize_gguf(const GgufMetadata& metadata, const std::vector<GgufTensorData>& tensors,
+                           std::uint64_t alignment) {
+  std::vector<GgufTensorSpec> specs;
+  for (const auto& t : tensors) {
+    if (t.bytes.size() != gguf_tensor_bytes(t.shape, t.dtype))
+      throw GgufError("gguf: tensor " + quote(t.name) + " has " + std::to_string(t.bytes.size()) + " bytes, its shape needs " +
+                      std::to_string(gguf_tensor_bytes(t.shape, t.dtype)));
+    specs.push_back({t.name, t.shape, t.dtype});
+  }
+  std::string out = serialize_gguf_header(metadata, specs, alignment);
   for (const auto& t : tensors) {
     out.append(t.bytes.data(), t.bytes.size());
     out.resize(align_up(out.size(), alignment), '\0');

@@ -79,6 +79,18 @@ struct GgufTensorData {
   std::string_view bytes;           // gguf_tensor_bytes(shape, dtype) of them
 };
 
+// What the header says of a tensor (its bytes follow in the data section).
+struct GgufTensorSpec {
+  std::string name;
+  std::vector<std::int64_t> shape;  // outermost first
+  DType dtype = DType::f32;
+};
+
+// A GGUF v3 file's header, padded to the alignment: the tensors' data then follow in order, each gguf_tensor_bytes
+// long and padded with zeros to the alignment (a writer that streams them: ptk convert of a 7B model).
+std::string serialize_gguf_header(const GgufMetadata& metadata, const std::vector<GgufTensorSpec>& tensors,
+                                  std::uint64_t alignment = 32);
+
 // A GGUF v3 file's bytes: the metadata (general.alignment added when `alignment` is not 32), then the tensors, each
 // aligned. Throws GgufError for a tensor whose bytes do not match its shape, or duplicate names.
 std::string serialize_gguf(const GgufMetadata& metadata, const std::vector<GgufTensorData>& tensors,

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 
 #include "ptk/io/atomic_file.hpp"
@@ -32,6 +33,17 @@ MappedFile::MappedFile(const std::string& path) : path_(path) {
     }
   }
   ::close(fd);  // the mapping keeps the file
+}
+
+bool MappedFile::release(std::string_view part) const {
+  const auto* base = static_cast<const char*>(data_);
+  if (data_ == nullptr || part.data() < base || part.data() + part.size() > base + size_) return false;
+  const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto begin = reinterpret_cast<std::uintptr_t>(part.data()) / page * page;
+  const auto end = reinterpret_cast<std::uintptr_t>(part.data() + part.size());
+  // (Pages shared with a neighbour are read again from the page cache if the neighbour needs them.)
+  ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+  return true;
 }
 
 MappedFile::~MappedFile() {

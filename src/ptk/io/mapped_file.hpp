@@ -16,6 +16,10 @@ class MappedFile {
   MappedFile& operator=(const MappedFile&) = delete;
 
   std::string_view bytes() const { return {static_cast<const char*>(data_), size_}; }
+  // Drops `part` (a range of bytes()) from this process's resident pages once it has been read (a weight copied
+  // into its tensor): the kernel keeps it in the page cache, so a later read costs no disk, but the process's
+  // resident size stays what it holds. False when `part` is not in this file.
+  bool release(std::string_view part) const;
   const std::string& path() const { return path_; }
 
  private:

@@ -6,10 +6,14 @@
 
 #include "ptk/core/dtype.hpp"
 #include "ptk/core/error.hpp"
+#include "ptk/io/atomic_file.hpp"
+#include "ptk/nn/weight_convert.hpp"
 
 namespace ptk::nn {
 
 namespace {
+
+constexpr std::size_t kAlignment = 32;  // GGUF's default (serialize_gguf_header's)
 
 const std::map<std::string, std::string> kLayerNames = {
     {"input_layernorm.weight", "attn_norm.weight"},   {"self_attn.q_proj.weight", "attn_q.weight"},
@@ -17,54 +21,6 @@ const std::map<std::string, std::string> kLayerNames = {
     {"self_attn.o_proj.weight", "attn_output.weight"}, {"post_attention_layernorm.weight", "ffn_norm.weight"},
     {"mlp.gate_proj.weight", "ffn_gate.weight"},      {"mlp.up_proj.weight", "ffn_up.weight"},
     {"mlp.down_proj.weight", "ffn_down.weight"}};
-
-// Rows [heads * D, K] from rotate-half order to interleaved pairs: row h·D + 2i + j <- row h·D + j·D/2 + i.
-std::vector<float> interleave_rope_rows(const std::vector<float>& w, std::int64_t heads, std::int64_t D, std::int64_t K) {
-  std::vector<float> out(w.size());
-  for (std::int64_t h = 0; h < heads; ++h)
-    for (std::int64_t i = 0; i < D / 2; ++i)
-      for (std::int64_t j = 0; j < 2; ++j)
-        std::memcpy(&out[static_cast<std::size_t>((h * D + 2 * i + j) * K)],
-                    &w[static_cast<std::size_t>((h * D + j * (D / 2) + i) * K)], static_cast<std::size_t>(K) * sizeof(float));
-  return out;
-}
-
-template <class Block>
-std::string quantize(const std::string& name, const std::vector<float>& x, std::int64_t row) {
-  require(row % quant_block == 0, "gguf: ", name, " has rows of ", row, " values, not whole blocks of ", quant_block,
-          " for ", dtype_name(Element<Block>::dtype));
-  std::string out(x.size() / quant_block * sizeof(Block), '\0');
-  for (std::size_t b = 0; b < x.size() / quant_block; ++b) {
-    for (int i = 0; i < quant_block; ++i) {
-      const float v = x[b * quant_block + i];
-      require(std::isfinite(v) && std::fabs(v) <= quant_max_abs<Block>(), "gguf: ", name, " holds ", v, " at ",
-              b * quant_block + i, ", which ", dtype_name(Element<Block>::dtype), " cannot store");
-    }
-    const Block q = quantize_block<Block>(&x[b * quant_block]);
-    std::memcpy(&out[b * sizeof(Block)], &q, sizeof(Block));
-  }
-  return out;
-}
-
-std::string convert(const std::string& name, const std::vector<float>& x, std::int64_t row, DType dtype) {
-  std::string out;
-  switch (dtype) {
-    case DType::f32:
-      out.assign(reinterpret_cast<const char*>(x.data()), x.size() * sizeof(float));
-      return out;
-    case DType::f16:
-    case DType::bf16:
-      out.resize(x.size() * 2);
-      for (std::size_t i = 0; i < x.size(); ++i) {
-        const std::uint16_t bits = dtype == DType::f16 ? to_f16(x[i]).bits : to_bf16(x[i]).bits;
-        std::memcpy(&out[2 * i], &bits, 2);
-      }
-      return out;
-    case DType::q8_0: return quantize<q8_0>(name, x, row);
-    case DType::q4_0: return quantize<q4_0>(name, x, row);
-  }
-  return out;
-}
 
 std::uint32_t file_type(DType dtype) {  // llama.cpp's LLAMA_FTYPE_ALL_F32, MOSTLY_F16, MOSTLY_Q4_0, MOSTLY_Q8_0, MOSTLY_BF16
   switch (dtype) {
@@ -110,21 +66,36 @@ io::GgufMetadata gguf_llama_metadata(const DecoderConfig& c, DType dtype, const 
           {"llama.vocab_size", u32(c.vocab_size)}};
 }
 
-std::vector<GgufTensor> gguf_llama_tensors(const Checkpoint& checkpoint, DType dtype) {
-  const DecoderConfig& c = checkpoint.config;
-  require(c.arch == Arch::llama, "gguf: only a llama model can be written as GGUF (this one is ", to_string(c.arch), ")");
-  const std::int64_t D = c.n_embd / c.n_head;
-  std::map<std::string, Shape> shapes;
-  for (const auto& [name, shape] : parameter_shapes(c)) shapes[name] = shape;
-  std::vector<GgufTensor> out;
-  for (const auto& [name, values] : checkpoint.parameters) {
-    const Shape& shape = shapes.at(name);
-    const bool q = name.find("q_proj") != std::string::npos, k = name.find("k_proj") != std::string::npos;
-    const std::vector<float> w = q || k ? interleave_rope_rows(values, q ? c.n_head : kv_heads(c), D, shape[1]) : values;
-    const DType t = shape.size() == 1 ? DType::f32 : dtype;
-    out.push_back({gguf_tensor_name(name), shape, t, convert(name, w, shape.back(), t)});
+std::uint64_t write_gguf_llama(const std::string& path, const ModelFiles& files, DType dtype, const std::string& name,
+                               const io::GgufMetadata& tokenizer_metadata,
+                               const std::function<void(std::uint64_t, std::uint64_t)>& progress) {
+  const DecoderConfig& c = files.config();
+  if (c.arch != Arch::llama)
+    throw InputError(files.path() + " is a " + to_string(c.arch) + " model; ptk writes llama models as GGUF so far");
+  io::GgufMetadata metadata = gguf_llama_metadata(c, dtype, name);
+  for (const auto& kv : tokenizer_metadata) metadata.push_back(kv);
+  std::vector<io::GgufTensorSpec> specs;
+  std::uint64_t total = 0;
+  for (const auto& [pname, shape] : parameter_shapes(c)) {
+    specs.push_back({gguf_tensor_name(pname), shape, shape.size() == 1 ? DType::f32 : dtype});
+    total += io::gguf_tensor_bytes(shape, specs.back().dtype);
   }
-  return out;
+  io::AtomicFileWriter out(path);
+  out.write(io::serialize_gguf_header(metadata, specs));
+  const std::string padding(kAlignment, '\0');
+  std::size_t i = 0;
+  std::uint64_t done = 0;
+  for (const auto& [pname, shape] : parameter_shapes(c)) {
+    const bool q = pname.find("q_proj") != std::string::npos, k = pname.find("k_proj") != std::string::npos;
+    const std::vector<char> bytes =
+        convert_tensor(files.tensor(pname), shape, specs[i++].dtype, q ? c.n_head : k ? kv_heads(c) : 0);
+    out.write({bytes.data(), bytes.size()});
+    out.write(std::string_view(padding).substr(0, (kAlignment - bytes.size() % kAlignment) % kAlignment));
+    done += bytes.size();
+    if (progress) progress(done, total);
+  }
+  out.commit();
+  return out.written();
 }
 
 }  // namespace ptk::nn

@@ -7,21 +7,15 @@
 //   lm_head.weight -> output.weight                   model.layers.N.<x> -> blk.N.<attn_norm | attn_q | attn_k |
 //                                                     attn_v | attn_output | ffn_norm | ffn_gate | ffn_up | ffn_down>
 // Norm weights (1-D) stay F32, as llama.cpp's converter keeps them; the matrices take `dtype`.
+#include <cstdint>
+#include <functional>
 #include <string>
-#include <vector>
 
 #include "ptk/core/dtype_name.hpp"
 #include "ptk/io/gguf.hpp"
-#include "ptk/nn/checkpoint.hpp"
+#include "ptk/nn/model_files.hpp"
 
 namespace ptk::nn {
-
-struct GgufTensor {
-  std::string name;
-  std::vector<std::int64_t> shape;
-  DType dtype = DType::f32;
-  std::string bytes;
-};
 
 // GGUF's name for ptk's llama parameter `name` (the table above); InputError for a name it does not have.
 std::string gguf_tensor_name(const std::string& name);
@@ -29,8 +23,12 @@ std::string gguf_tensor_name(const std::string& name);
 // general.* and llama.* keys of the model (context length = block_size; file_type from dtype).
 io::GgufMetadata gguf_llama_metadata(const DecoderConfig& config, DType dtype, const std::string& name);
 
-// The checkpoint's parameters under GGUF's names, converted to dtype (refused with InputError: a gpt2 model, a
-// weight that q8_0/q4_0 cannot hold (NaN, inf, past the f16 scale), rows not in whole blocks of 32).
-std::vector<GgufTensor> gguf_llama_tensors(const Checkpoint& checkpoint, DType dtype);
+// Writes the model `files` holds as a GGUF file at `path` (atomically: the old file or the new one), its matrices
+// converted to dtype one tensor at a time (nn/weight_convert.hpp: refused with InputError where dtype cannot hold a
+// value or a row is not whole blocks), with `tokenizer_metadata` after the model's keys. progress(done, total) is
+// called after each tensor with the bytes written so far. Returns the file's size. A gpt2 model is an InputError.
+std::uint64_t write_gguf_llama(const std::string& path, const ModelFiles& files, DType dtype, const std::string& name,
+                               const io::GgufMetadata& tokenizer_metadata,
+                               const std::function<void(std::uint64_t, std::uint64_t)>& progress);
 
 }  // namespace ptk::nn

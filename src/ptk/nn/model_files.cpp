@@ -270,9 +270,19 @@ std::uint64_t ModelFiles::stored_bytes() const {
   return n;
 }
 
+const StoredTensor& ModelFiles::tensor(const std::string& name) const {
+  const auto it = impl_->tensors.find(name);
+  if (it == impl_->tensors.end()) throw InputError(impl_->path + ": the model has no parameter " + quote(name));
+  return it->second;
+}
+
 Decoder ModelFiles::load(ag::Device device, DType dtype) const {
   return Decoder(impl_->config, device, [&](const Decoder::ParameterInfo& p) {
-    return make_parameter(impl_->tensors.at(p.name), p.shape, p.linear_weight ? dtype : DType::f32, device);
+    const StoredTensor& t = impl_->tensors.at(p.name);
+    ag::Var var = make_parameter(t, p.shape, p.linear_weight ? dtype : DType::f32, device);
+    for (const auto& f : impl_->files)
+      if (f->release(t.bytes)) break;  // read once: the peak holds the model, not also its files
+    return var;
   });
 }
 

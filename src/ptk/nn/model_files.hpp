@@ -17,6 +17,7 @@
 
 #include "ptk/nn/data.hpp"
 #include "ptk/nn/decoder.hpp"
+#include "ptk/nn/weight_convert.hpp"
 
 namespace ptk::io {
 struct Gguf;
@@ -57,6 +58,9 @@ class ModelFiles {
   std::optional<int> eos() const;
   // The GGUF header (its tokenizer metadata), or nullptr for the other forms.
   const io::Gguf* gguf() const;
+
+  // Where ptk's parameter `name` lies (nn/weight_convert.hpp), for a writer (ptk convert).
+  const StoredTensor& tensor(const std::string& name) const;
 
   // A decoder on `device` with its linear weights (and an untied head) stored as dtype, the rest f32.
   Decoder load(ag::Device device, DType dtype) const;

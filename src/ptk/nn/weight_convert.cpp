@@ -99,6 +99,12 @@ std::int64_t source_row(const StoredTensor& s, std::int64_t r, std::int64_t rows
   return h * D + 2 * i + j;
 }
 
+// The inverse: the rotate-half row that interleaved row g (= h·D + 2i + j) holds, h·D + j·D/2 + i.
+std::int64_t interleaved_row(const StoredTensor& s, std::int64_t g, std::int64_t rows) {
+  const std::int64_t D = rows / s.rope_heads, h = g / D, k = g % D, i = k / 2, j = k % 2;
+  return h * D + j * (D / 2) + i;
+}
+
 }  // namespace
 
 std::uint64_t stored_bytes(const std::vector<std::int64_t>& shape, DType dtype) {
@@ -114,31 +120,31 @@ std::uint64_t stored_bytes(const std::vector<std::int64_t>& shape, DType dtype) 
   return 0;
 }
 
-ag::Var make_parameter(const StoredTensor& s, const std::vector<std::int64_t>& shape, DType dtype, ag::Device device) {
+std::vector<char> convert_tensor(const StoredTensor& s, const std::vector<std::int64_t>& shape, DType dtype,
+                                 int interleave_heads) {
+  require(s.bytes.size() == stored_bytes(s.shape, s.dtype), "model: ", s.name, " holds ", s.bytes.size(), " bytes, not ",
+          stored_bytes(s.shape, s.dtype));
   const std::vector<std::int64_t> expected = s.transposed ? std::vector<std::int64_t>(shape.rbegin(), shape.rend()) : shape;
   if (s.shape != expected)
     throw InputError(s.name + " has shape " + shape_text(s.shape) + ", but the model's config needs " + shape_text(expected));
-  require(s.bytes.size() == stored_bytes(s.shape, s.dtype), "model: ", s.name, " holds ", s.bytes.size(), " bytes, not ",
-          stored_bytes(s.shape, s.dtype));
   const std::int64_t cols = shape.back(), rows = element_count(shape) / std::max<std::int64_t>(cols, 1);
-  const bool blocks = dtype == DType::q8_0 || dtype == DType::q4_0;
-  if (blocks && cols % quant_block != 0)
+  if ((dtype == DType::q8_0 || dtype == DType::q4_0) && cols % quant_block != 0)
     throw InputError(s.name + ": " + dtype_name(dtype) + " stores the last dimension in blocks of " +
                      std::to_string(quant_block) + ", and its rows have " + std::to_string(cols) + " values");
-  if (s.rope_heads > 0 && (rows % s.rope_heads != 0 || (rows / s.rope_heads) % 2 != 0))
-    throw InputError(s.name + ": " + std::to_string(rows) + " rows are not " + std::to_string(s.rope_heads) + " heads of even size");
-  const bool aligned = reinterpret_cast<std::uintptr_t>(s.bytes.data()) % (dtype == DType::f32 ? 4 : 2) == 0;
-  if (s.dtype == dtype && !s.transposed && s.rope_heads == 0 && aligned)  // as it lies: one copy, into the Var
-    return ag::Var::from_stored(shape, dtype, s.bytes.data(), device);
+  for (const int heads : {s.rope_heads, interleave_heads})
+    if (heads > 0 && (rows % heads != 0 || (rows / heads) % 2 != 0))
+      throw InputError(s.name + ": " + std::to_string(rows) + " rows are not " + std::to_string(heads) + " heads of even size");
   const auto row_bytes = static_cast<std::int64_t>(stored_bytes({cols}, dtype));
   std::vector<char> out(static_cast<std::size_t>(rows * row_bytes));
   std::vector<float> x(static_cast<std::size_t>(cols));
   // A transposed matrix is decoded whole first (GPT-2's Conv1D weights: at most tens of MB), then read by columns.
   std::vector<float> stored(s.transposed ? static_cast<std::size_t>(rows * cols) : 0);
   for (std::int64_t c = 0; s.transposed && c < cols; ++c) decode_row(s, c, rows, stored.data() + c * rows);
-  for (std::int64_t r = 0; r < rows; ++r) {
-    char* dst = out.data() + r * row_bytes;
-    const std::int64_t sr = source_row(s, r, rows);
+  const StoredTensor to_gguf{"", DType::f32, {}, {}, false, interleave_heads};  // (only its row order is used)
+  for (std::int64_t g = 0; g < rows; ++g) {
+    char* dst = out.data() + g * row_bytes;
+    // Target row g holds rotate-half row r, which the source keeps at row sr.
+    const std::int64_t r = interleave_heads > 0 ? interleaved_row(to_gguf, g, rows) : g, sr = source_row(s, r, rows);
     if (!s.transposed && s.dtype == dtype) {
       std::memcpy(dst, s.bytes.data() + sr * row_bytes, static_cast<std::size_t>(row_bytes));
       continue;
@@ -149,7 +155,16 @@ ag::Var make_parameter(const StoredTensor& s, const std::vector<std::int64_t>& s
       decode_row(s, sr, cols, x.data());
     encode_row(s, x.data(), r, cols, dtype, dst);
   }
-  return ag::Var::from_stored(shape, dtype, out.data(), device);
+  return out;
+}
+
+ag::Var make_parameter(const StoredTensor& s, const std::vector<std::int64_t>& shape, DType dtype, ag::Device device) {
+  const bool aligned = reinterpret_cast<std::uintptr_t>(s.bytes.data()) % (dtype == DType::f32 ? 4 : 2) == 0;
+  if (s.dtype == dtype && !s.transposed && s.rope_heads == 0 && aligned && s.shape == shape &&
+      s.bytes.size() == stored_bytes(shape, dtype))  // as it lies: one copy, into the Var
+    return ag::Var::from_stored(shape, dtype, s.bytes.data(), device);
+  const std::vector<char> bytes = convert_tensor(s, shape, dtype);
+  return ag::Var::from_stored(shape, dtype, bytes.data(), device);
 }
 
 }  // namespace ptk::nn

@@ -28,9 +28,14 @@ struct StoredTensor {
 // The bytes a tensor of `shape` takes stored as dtype (q8_0 / q4_0: the last dimension in whole blocks of 32).
 std::uint64_t stored_bytes(const std::vector<std::int64_t>& shape, DType dtype);
 
+// The bytes of `source` as ptk's tensor of `shape` stored as dtype, on the host. With interleave_heads > 0 the rows
+// are written in llama.cpp's interleaved rope order over that many heads (GGUF's q and k: ptk convert). InputError
+// when the source's shape is not shape (transposed: reversed), or a row of a q8_0 / q4_0 result is not whole blocks.
+std::vector<char> convert_tensor(const StoredTensor& source, const std::vector<std::int64_t>& shape, DType dtype,
+                                 int interleave_heads = 0);
+
 // The parameter of `shape` (ptk's) from `source`, stored as dtype (f32 for the parameters that are not linear
-// weights) on `device`. InputError when the source's shape is not shape (transposed: reversed), or a row of a
-// q8_0 / q4_0 result is not whole blocks.
+// weights) on `device`: copied as it lies when it is stored so, else made by convert_tensor (its refusals).
 ag::Var make_parameter(const StoredTensor& source, const std::vector<std::int64_t>& shape, DType dtype,
                        ag::Device device);
 

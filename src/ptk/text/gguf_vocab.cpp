@@ -2,9 +2,16 @@
 
 namespace ptk::text {
 
-io::GgufMetadata gguf_tokenizer_metadata(const Tokenizer& tokenizer, bool add_bos) {
+io::GgufMetadata gguf_tokenizer_metadata(const Tokenizer& tokenizer, bool add_bos, int pad_to) {
   using io::GgufValue;
   VocabularyExport v = tokenizer.vocabulary();
+  // A model's rows past the tokenizer's ids (a vocabulary padded to a round size): tokens of their own, never
+  // produced by the tokenizer, of GGUF's type 5 (unused).
+  for (int id = static_cast<int>(v.tokens.size()); id < pad_to; ++id) {
+    v.tokens.push_back("[PAD" + std::to_string(id) + "]");
+    if (!v.scores.empty()) v.scores.push_back(0.0f);
+    v.types.push_back(kUnusedTokenType);
+  }
   io::GgufMetadata kv = {{"tokenizer.ggml.model", GgufValue::of_string(v.model)}};
   // GPT-2's pre-tokenizer by name (llama.cpp picks its regex from it); SentencePiece has none.
   if (v.model == "gpt2") kv.emplace_back("tokenizer.ggml.pre", GgufValue::of_string("gpt2"));
