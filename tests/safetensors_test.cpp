@@ -113,6 +113,36 @@ TEST(Safetensors, RejectsForeignFiles) {
                       {"wte.weight", "h.0.ln_1.weight"}));
 }
 
+// The header reader of Hugging Face weights (parse_safetensors_header): F32, BF16 and F16 read in place, each
+// tensor's bytes checked against its dtype's size, other dtypes refused by name.
+TEST(Safetensors, HeaderReaderTakesSixteenBitTensorsInPlace) {
+  const std::string file = file_with_header(
+      R"({"a":{"dtype":"BF16","shape":[2],"data_offsets":[0,4]},"b":{"dtype":"F16","shape":[1,3],"data_offsets":[4,10]},)"
+      R"("c":{"dtype":"F32","shape":[1],"data_offsets":[10,14]}})",
+      "abcdefghijklmn");
+  const auto h = ptk::io::parse_safetensors_header(file, "hf.safetensors");
+  ASSERT_EQ(h.tensors.size(), 3u);
+  EXPECT_EQ(h.find("a")->dtype, ptk::DType::bf16);
+  EXPECT_EQ(h.find("b")->dtype, ptk::DType::f16);
+  EXPECT_EQ(h.find("b")->shape, (std::vector<std::int64_t>{1, 3}));
+  EXPECT_EQ(h.find("b")->bytes, "efghij");
+  EXPECT_EQ(h.find("b")->bytes.data(), file.data() + file.size() - 10);  // a view of the file, not a copy
+  EXPECT_EQ(h.find("z"), nullptr);
+  const auto refuses = [](const std::string& bytes, const std::string& needle) {
+    try {
+      ptk::io::parse_safetensors_header(bytes, "hf.safetensors");
+    } catch (const ptk::io::SafetensorsError& e) {
+      return std::string(e.what()).find(needle) != std::string::npos;
+    }
+    return false;
+  };
+  EXPECT_TRUE(refuses(file_with_header(R"({"i":{"dtype":"I64","shape":[1],"data_offsets":[0,8]}})", "abcdefgh"),
+                      "tensor 'i': dtype 'I64' is not supported (ptk reads F32, BF16 and F16)"));
+  EXPECT_TRUE(refuses(file_with_header(R"({"a":{"dtype":"BF16","shape":[2],"data_offsets":[0,8]}})", "abcdefgh"),
+                      "do not hold the 2 BF16 values of shape [2]"));
+  EXPECT_TRUE(refuses(std::string("\x08\0\0\0\0\0\0\0", 8), "no JSON header"));  // a length and nothing after it
+}
+
 TEST(Safetensors, RejectsInvalidHeaders) {
   EXPECT_TRUE(rejects(file_with_header(R"({"w":{"dtype":"F32","shape":[1],)", "abcd"), Kind::invalid, "not valid JSON"));
   EXPECT_TRUE(rejects(file_with_header(R"({"w":{"dtype":"F32","shape":[2]}})", "abcdefgh"), Kind::invalid,
