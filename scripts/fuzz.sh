@@ -4,13 +4,13 @@
 #   scripts/fuzz.sh [--seconds N] [--jobs J] [TARGET ...]     (default: every target, 10 s each)
 #
 # Targets (fuzz/<target>_fuzz.cpp): npy, safetensors, gguf, hf_config, tokenizer_json, gpt2_vocab, sentencepiece,
-# bpe_encode. Each is
-# built into build/fuzz/ from the reader's own sources (no Kokkos library; npy.cpp sees the headers of the cpu
-# preset's Kokkos, which scripts/bootstrap.sh cpu installs), then runs for N seconds from its committed seeds
-# (fuzz/corpus/<target>/, written by fuzz/make_seeds.py) and what it has found before (build/fuzz/corpus/<target>/,
-# never committed). A crash, a sanitizer report, an exception other than ptk::Error, a refusal of more than one
-# line or an allocation over 1 GiB fails the run; the input is saved as build/fuzz/crashes/<target>-*. Prints a
-# table: executions, coverage (libFuzzer's cov and ft), corpus size, result. Exit 1 if any target failed.
+# bpe_encode. Each is built into build/fuzz/ from the reader's own sources (no Kokkos library; npy.cpp sees the
+# headers of the cpu preset's Kokkos, which scripts/bootstrap.sh cpu installs), then runs for N seconds from its
+# committed seeds (fuzz/corpus/<target>/, written by fuzz/make_seeds.py) and what it has found before
+# (build/fuzz/corpus/<target>/, never committed). A crash, a sanitizer report, an exception other than ptk::Error,
+# a refusal of more than one line or an allocation over 1 GiB fails the run; the input is saved as
+# build/fuzz/crashes/<target>-*. Prints a table: executions, coverage (libFuzzer's cov and ft), corpus size, result.
+# Exit 1 if any target failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 seconds=10
@@ -18,7 +18,7 @@ targets=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --seconds) seconds=$2; shift 2 ;;
-    -h | --help) sed -n '2,14p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,13p' "$0"; exit 0 ;;
     *) targets+=("$1"); shift ;;
   esac
 done
