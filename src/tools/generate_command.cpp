@@ -17,6 +17,7 @@
 #include "commands.hpp"
 #include "device_memory.hpp"
 #include "model_source.hpp"
+#include "token_ids.hpp"
 #include "ptk/io/atomic_file.hpp"
 #include "ptk/io/npy.hpp"
 #include "ptk/core/allocate.hpp"
@@ -115,33 +116,14 @@ void add_options(CLI::App& app, Options& o, CLI::Option*& n) {
       ->capture_default_str()->check(CLI::IsMember({"f32", "bf16", "f16"}));
 }
 
-// --prompt-ids: each a whole number below the model's vocabulary size, at most 2^24 of them.
-std::vector<int> parse_prompt_ids(const std::string& text, int vocab_size) {
-  std::istringstream in(text);
-  std::vector<int> ids;
-  std::string word;
-  while (in >> word) {
-    std::size_t used = 0;
-    long long v = -1;
-    try {
-      v = std::stoll(word, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != word.size() || v < 0 || v >= vocab_size)
-      throw UsageError{"generate: --prompt-ids: '" + word.substr(0, 24) + "' is not a token id of the model's vocabulary of " +
-                       std::to_string(vocab_size)};
-    if (ids.size() >= (1u << 24)) throw UsageError{"generate: --prompt-ids: more than 2^24 ids"};
-    ids.push_back(static_cast<int>(v));
-  }
-  if (ids.empty()) throw UsageError{"generate: --prompt-ids has no ids"};
-  return ids;
-}
-
 // The prompt's text and ids (a tokenizer's, BOS first where the model's convention asks, or the checkpoint's bytes).
 std::pair<std::string, std::vector<int>> prompt_ids(const Options& o, const ModelSource& source) {
   const nn::DecoderConfig& config = source.files->config();
-  if (!o.prompt_ids.empty()) return {"", parse_prompt_ids(o.prompt_ids, config.vocab_size)};
+  if (!o.prompt_ids.empty()) {
+    std::vector<int> ids = parse_token_ids("generate: --prompt-ids", o.prompt_ids, config.vocab_size);
+    if (ids.empty()) throw UsageError{"generate: --prompt-ids has no ids"};
+    return {"", ids};
+  }
   const auto& tokenizer = source.tokenizer;
   // A token is at most a few dozen bytes: a prompt file past 64 bytes a position cannot fit the block.
   const int max_prompt_bytes = tokenizer ? 64 * std::min(config.block_size, 1 << 24) : config.block_size;

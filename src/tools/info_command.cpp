@@ -17,6 +17,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "cli_checks.hpp"
@@ -167,16 +168,20 @@ nn::ModelShape parse_model(const std::string& text) {
   return {v[0], v[1], v[2], v[3], v[4], v.size() == 6 ? v[5] : 1};
 }
 
+// What a model is held to: the first GPU's free memory for --device default in a build with a usable GPU, else the
+// host's MemAvailable; and its name for the table.
+std::pair<double, std::string> memory_budget(const std::string& device, const runtime::GpuProbe& probe) {
+  if (device == "default" && probe.built && probe.count > 0)
+    return {static_cast<double>(probe.devices.empty() ? 0 : probe.devices[0].free_bytes),
+            std::string(runtime::gpu_backend()) + " 0 free memory"};
+  return {static_cast<double>(runtime::host_available_bytes()), "host MemAvailable"};
+}
+
 // `ptk info --model`: the training and inference memory of the model against what the --device has free.
 void print_memory_estimates(const nn::ModelShape& model_shape, const std::string& device,
                             const runtime::GpuProbe& probe) {
-  const bool gpu_usable = probe.built && probe.count > 0;
   const auto e = nn::estimate_training_memory(model_shape);
-  const bool on_gpu = device == "default" && gpu_usable;
-  const double available = on_gpu ? static_cast<double>(probe.devices.empty() ? 0 : probe.devices[0].free_bytes)
-                                  : static_cast<double>(runtime::host_available_bytes());
-  const std::string where =
-      on_gpu ? std::string(runtime::gpu_backend()) + " 0 free memory" : std::string("host MemAvailable");
+  const auto [available, where] = memory_budget(device, probe);
   std::cout << "\nTraining memory, " << (model_shape.arch == nn::Arch::llama ? "llama" : "GPT-2-style")
             << " model L=" << model_shape.layers << " H=" << model_shape.heads
             << (model_shape.arch == nn::Arch::llama
@@ -216,10 +221,7 @@ void print_model_file(const std::string& path, const std::string& device, const 
                    std::to_string(c.block_size));
   if (!files.note().empty()) row("note", files.note());
   row("stored", std::string(dtype_name(files.stored_dtype())) + " matrices, " + gib(static_cast<double>(files.stored_bytes())));
-  const bool on_gpu = device == "default" && probe.built && probe.count > 0;
-  const double available = on_gpu ? static_cast<double>(probe.devices.empty() ? 0 : probe.devices[0].free_bytes)
-                                   : static_cast<double>(runtime::host_available_bytes());
-  const std::string where = on_gpu ? std::string(runtime::gpu_backend()) + " 0 free memory" : "host MemAvailable";
+  const auto [available, where] = memory_budget(device, probe);
   const nn::ModelShape m{c.n_layer, c.n_head, c.n_embd, c.block_size, c.vocab_size, 1, c.arch, nn::kv_heads(c),
                          nn::mlp_hidden(c)};
   std::cout << "\nInference memory by --dtype (ptk generate; bf16 KV cache of " << c.block_size

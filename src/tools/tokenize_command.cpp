@@ -7,6 +7,7 @@
 
 #include "cli_checks.hpp"
 #include "commands.hpp"
+#include "token_ids.hpp"
 #include "ptk/io/atomic_file.hpp"
 #include "ptk/text/tokenizer.hpp"
 
@@ -16,22 +17,6 @@ namespace {
 
 // The largest text read with --file.
 constexpr std::uint64_t kMaxText = 1ull << 30;
-
-std::vector<int> parse_ids(const std::string& text, int vocab_size) {
-  std::vector<int> ids;
-  std::size_t at = 0;
-  while (true) {
-    at = text.find_first_not_of(" \t\r\n", at);
-    if (at == std::string::npos) return ids;
-    const std::size_t end = std::min(text.find_first_of(" \t\r\n", at), text.size());
-    const std::string word = text.substr(at, end - at);
-    if (word.size() > 10 || word.find_first_not_of("0123456789") != std::string::npos || std::stoll(word) >= vocab_size)
-      throw UsageError{"tokenize --decode: " + text::quote(word, 24) + " (word " + std::to_string(ids.size() + 1) +
-                       ") is not a token id in [0, " + std::to_string(vocab_size) + ")"};
-    ids.push_back(static_cast<int>(std::stoll(word)));
-    at = end;
-  }
-}
 
 }  // namespace
 
@@ -66,7 +51,7 @@ int tokenize_command(const Args& args) {
     throw InputError{"tokenize: " + std::string(e.what())};
   }
   if (decode) {
-    std::cout << tokenizer->decode(parse_ids(text, tokenizer->vocab_size()));
+    std::cout << tokenizer->decode(parse_token_ids("tokenize --decode", text, tokenizer->vocab_size()));
     return 0;
   }
   const auto ids = tokenizer->encode_for_model(text, !no_bos, !no_parse_special);

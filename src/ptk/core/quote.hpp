@@ -32,6 +32,13 @@ inline std::size_t first_invalid_utf8(std::string_view text) {
   return text.size();
 }
 
+// A library's message (nlohmann's JSON errors span lines) as part of a one-line refusal: newlines become spaces.
+inline std::string one_line(std::string text) {
+  for (char& c : text)
+    if (c == '\n') c = ' ';
+  return text;
+}
+
 // `text` in single quotes: control characters, DEL and bytes that are not well-formed UTF-8 written as \n, \t,
 // \xNN, a quote or backslash escaped, cut after max_bytes with "...".
 inline std::string quote(std::string_view text, std::size_t max_bytes = 64) {

@@ -12,6 +12,7 @@
 #include <sstream>
 #include <utility>
 
+#include "ptk/core/quote.hpp"
 #include "ptk/io/atomic_file.hpp"
 
 namespace ptk::io {
@@ -228,8 +229,7 @@ SafetensorsHeader parse_safetensors_header(std::string_view bytes, const std::st
   try {
     header = Json::parse(bytes.begin() + 8, bytes.begin() + 8 + static_cast<std::ptrdiff_t>(n));
   } catch (const Json::exception& e) {  // parse_error, and out_of_range for a number no double holds (1e999)
-    std::string what = e.what();
-    std::replace(what.begin(), what.end(), '\n', ' ');
+    const std::string what = one_line(e.what());
     fail(Kind::invalid, name, "header is not valid JSON (" + what + ")");
   }
   if (!header.is_object()) fail(Kind::invalid, name, "header is not a JSON object");

@@ -74,8 +74,10 @@ LayerTable llama_layer(std::int64_t C, std::int64_t KV, std::int64_t F) {
 }
 
 // The roles ag::linear reads as weights (Decoder::store_weights_as stores them as a reduced type).
+constexpr ag::Var L::*kLinearRoles[] = {&L::qkv_w, &L::q_w, &L::k_w, &L::v_w, &L::o_w, &L::up_w, &L::gate_w, &L::down_w};
+
 bool is_linear(ag::Var L::*role) {
-  for (ag::Var L::*w : {&L::qkv_w, &L::q_w, &L::k_w, &L::v_w, &L::o_w, &L::up_w, &L::gate_w, &L::down_w})
+  for (ag::Var L::*w : kLinearRoles)
     if (role == w) return true;
   return false;
 }
@@ -152,8 +154,8 @@ std::int64_t Decoder::parameter_count() const {
 
 void Decoder::store_weights_as(DType dtype) {
   for (auto& l : layers_)
-    for (ag::Var* w : {&l.qkv_w, &l.q_w, &l.k_w, &l.v_w, &l.o_w, &l.up_w, &l.gate_w, &l.down_w})
-      if (w->defined()) w->store_as(dtype);
+    for (ag::Var L::*role : kLinearRoles)
+      if ((l.*role).defined()) (l.*role).store_as(dtype);
   if (!parts_.tied_head) globals_.head.store_as(dtype);
 }
 

@@ -47,6 +47,12 @@ std::string gguf_tensor_name(const std::string& name) {
   return "blk." + name.substr(prefix.size(), dot - prefix.size()) + "." + it->second;
 }
 
+int gguf_rope_heads(const DecoderConfig& c, const std::string& name) {
+  if (name.find("self_attn.q_proj.") != std::string::npos) return c.n_head;
+  if (name.find("self_attn.k_proj.") != std::string::npos) return kv_heads(c);
+  return 0;
+}
+
 io::GgufMetadata gguf_llama_metadata(const DecoderConfig& c, DType dtype, const std::string& name) {
   using io::GgufValue;
   require(c.arch == Arch::llama, "gguf: only a llama model can be written as GGUF (this one is ", to_string(c.arch), ")");
@@ -86,9 +92,7 @@ std::uint64_t write_gguf_llama(const std::string& path, const ModelFiles& files,
   std::size_t i = 0;
   std::uint64_t done = 0;
   for (const auto& [pname, shape] : parameter_shapes(c)) {
-    const bool q = pname.find("q_proj") != std::string::npos, k = pname.find("k_proj") != std::string::npos;
-    const std::vector<char> bytes =
-        convert_tensor(files.tensor(pname), shape, specs[i++].dtype, q ? c.n_head : k ? kv_heads(c) : 0);
+    const std::vector<char> bytes = convert_tensor(files.tensor(pname), shape, specs[i++].dtype, gguf_rope_heads(c, pname));
     out.write({bytes.data(), bytes.size()});
     out.write(std::string_view(padding).substr(0, (kAlignment - bytes.size() % kAlignment) % kAlignment));
     done += bytes.size();

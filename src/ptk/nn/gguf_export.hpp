@@ -20,6 +20,10 @@ namespace ptk::nn {
 // GGUF's name for ptk's llama parameter `name` (the table above); InputError for a name it does not have.
 std::string gguf_tensor_name(const std::string& name);
 
+// The heads whose rope pairs GGUF interleaves in ptk's parameter `name`: n_head for the q projection, the kv heads
+// for the k projection, 0 for any other parameter.
+int gguf_rope_heads(const DecoderConfig& config, const std::string& name);
+
 // general.* and llama.* keys of the model (context length = block_size; file_type from dtype).
 io::GgufMetadata gguf_llama_metadata(const DecoderConfig& config, DType dtype, const std::string& name);
 

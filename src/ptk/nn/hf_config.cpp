@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ptk/core/error.hpp"
+#include "ptk/core/quote.hpp"
 
 namespace ptk::nn {
 
@@ -132,9 +133,7 @@ HfConfig parse_hf_config(std::string_view text, const std::string& name) {
   try {
     j = Json::parse(text.begin(), text.end());
   } catch (const Json::exception& e) {
-    std::string what = e.what();
-    for (char& ch : what)
-      if (ch == '\n') ch = ' ';
+    const std::string what = one_line(e.what());
     throw InputError(name + ": not valid JSON (" + what + ")");
   }
   if (!j.is_object()) throw InputError(name + ": not a JSON object");

@@ -81,9 +81,7 @@ std::map<std::string, std::string> read_weight_map(const std::string& index) {
   try {
     j = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
-    std::string what = e.what();
-    for (char& c : what)
-      if (c == '\n') c = ' ';
+    const std::string what = one_line(e.what());
     throw InputError(index + ": not valid JSON (" + what + ")");
   }
   if (!j.is_object() || !j.contains("weight_map") || !j.at("weight_map").is_object())
@@ -230,9 +228,8 @@ void ModelFiles::Impl::open_gguf() {
     if (name == "lm_head.weight" && !gguf->tensor(g)) g = "token_embd.weight";  // a tied head
     const io::GgufTensorInfo* t = gguf->tensor(g);
     if (!t) throw InputError(path + ": tensor " + quote(g) + " is missing (llama needs it)");
-    const bool q = name.find("q_proj") != std::string::npos, k = name.find("k_proj") != std::string::npos;
     return StoredTensor{g, t->dtype, t->shape, files.back()->bytes().substr(t->offset, t->bytes), false,
-                        q ? config.n_head : k ? kv_heads(config) : 0};
+                        gguf_rope_heads(config, name)};
   });
   description = "GGUF v" + std::to_string(gguf->version) + " llama (" + std::to_string(gguf->tensors.size()) + " tensors)";
 }

@@ -5,19 +5,13 @@
 #include <sstream>
 
 #include "ptk/core/dtype.hpp"
+#include "ptk/core/error.hpp"
 #include "ptk/core/half.hpp"
 #include "ptk/core/quant.hpp"
 
 namespace ptk::nn {
 
 namespace {
-
-std::string shape_text(const std::vector<std::int64_t>& shape) {
-  std::ostringstream s;
-  s << '[';
-  for (std::size_t i = 0; i < shape.size(); ++i) s << (i ? ", " : "") << shape[i];
-  return s.str() + ']';
-}
 
 template <class T>
 T load(const char* p) {
@@ -126,7 +120,7 @@ std::vector<char> convert_tensor(const StoredTensor& s, const std::vector<std::i
           stored_bytes(s.shape, s.dtype));
   const std::vector<std::int64_t> expected = s.transposed ? std::vector<std::int64_t>(shape.rbegin(), shape.rend()) : shape;
   if (s.shape != expected)
-    throw InputError(s.name + " has shape " + shape_text(s.shape) + ", but the model's config needs " + shape_text(expected));
+    throw InputError(s.name + " has shape " + to_string(s.shape) + ", but the model's config needs " + to_string(expected));
   const std::int64_t cols = shape.back(), rows = element_count(shape) / std::max<std::int64_t>(cols, 1);
   if ((dtype == DType::q8_0 || dtype == DType::q4_0) && cols % quant_block != 0)
     throw InputError(s.name + ": " + dtype_name(dtype) + " stores the last dimension in blocks of " +

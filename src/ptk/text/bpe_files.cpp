@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 
+#include "ptk/core/quote.hpp"
 #include "ptk/core/error.hpp"
 #include "ptk/io/atomic_file.hpp"
 #include "ptk/text/tokenizer_files.hpp"
@@ -18,8 +19,7 @@ Json parse_json(const std::string& bytes, const std::string& path) {
   try {
     return Json::parse(bytes);
   } catch (const Json::exception& e) {
-    std::string what = e.what();
-    std::replace(what.begin(), what.end(), '\n', ' ');
+    const std::string what = one_line(e.what());
     throw IoError(path + ": not valid JSON (" + what + ")");
   }
 }
@@ -248,8 +248,7 @@ BpeSpec parse_tokenizer_json(const std::string& bytes, const std::string& path) 
   try {
     return tokenizer_json_fields(bytes, path);
   } catch (const Json::exception& e) {
-    std::string what = e.what();
-    std::replace(what.begin(), what.end(), '\n', ' ');
+    const std::string what = one_line(e.what());
     throw IoError(path + ": malformed tokenizer.json (" + what + ")");
   }
 }

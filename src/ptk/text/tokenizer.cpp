@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "ptk/core/quote.hpp"
 #include "ptk/core/error.hpp"
 #include "ptk/io/safetensors.hpp"
 #include "ptk/text/tokenizer_files.hpp"
@@ -92,8 +93,7 @@ void apply_config(const std::string& path, Tokenizer& tokenizer) {
   try {
     config = Json::parse(read_tokenizer_file(path));
   } catch (const Json::exception& e) {
-    std::string what = e.what();
-    std::replace(what.begin(), what.end(), '\n', ' ');
+    const std::string what = one_line(e.what());
     throw IoError(path + ": not valid JSON (" + what + ")");
   }
   if (!config.is_object()) throw IoError(path + ": not a JSON object");
