@@ -64,6 +64,45 @@ void register_shape(std::int64_t M, std::int64_t N, std::int64_t K) {
   });
 }
 
+// A linear layer's product over M rows of activations against a shared weight stored [N, K] (PyTorch's and GGUF's
+// layout): C[M,N] = X[M,K] · Wᵀ, the prefill's and training step's GEMM (shape key trans_b=1). M <= 8 is the decode
+// kernel's; M from 9 up is the GEMM's. Each peer gets W in the same layout and the transposition flag it supports.
+void register_linear(std::int64_t M, std::int64_t N, std::int64_t K) {
+  const auto shape =
+      "M=" + std::to_string(M) + ",N=" + std::to_string(N) + ",K=" + std::to_string(K) + ",trans_b=1";
+  const double flops = 2.0 * M * N * K;
+  add("matmul", "ptk", shape, Rate::gflops, flops, [=] {
+    const auto x = random_tensor({1, M, K}, 1), w = random_tensor({1, N, K}, 2);
+    const Tensor<Space> c({1, M, N});
+    return std::function<void()>([=] {
+      kernels::matmul_forward<Space>(c.batched_matrices(), x.batched_matrices(), w.batched_matrices(), false, true);
+    });
+  });
+  add("matmul", "openblas", shape, Rate::gflops, flops, [=] {
+    auto host = std::make_shared<HostOperands>(M, N, K);  // b holds W[N,K]
+    return std::function<void()>([=] {
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, host->a.data(), K, host->b.data(), K, 0.0f,
+                  host->c.data(), N);
+    });
+  });
+  add("matmul", "onednn", shape, Rate::gflops, flops, [=] {
+    using dnnl::memory;
+    auto host = std::make_shared<HostOperands>(M, N, K);
+    auto engine = std::make_shared<dnnl::engine>(dnnl::engine::kind::cpu, 0);
+    auto stream = std::make_shared<dnnl::stream>(*engine);
+    const memory::desc a_md({M, K}, memory::data_type::f32, memory::format_tag::ab);
+    const memory::desc w_md({K, N}, memory::data_type::f32, memory::format_tag::ba);  // W[N,K] read as Wᵀ[K,N]
+    const memory::desc c_md({M, N}, memory::data_type::f32, memory::format_tag::ab);
+    auto matmul = std::make_shared<dnnl::matmul>(dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_md, w_md, c_md), *engine));
+    const memory a(a_md, *engine, host->a.data()), w(w_md, *engine, host->b.data()), c(c_md, *engine, host->c.data());
+    return std::function<void()>([=] {
+      matmul->execute(*stream, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, c}});
+      stream->wait();
+      (void)host;
+    });
+  });
+}
+
 // The same product with A and B stored as E (bf16 or f16; fp32 accumulation and C): shape key dtype=, beside the
 // f32 shape's entry for the ratio.
 template <class E>
@@ -146,6 +185,14 @@ void register_matmul() {
     register_shape(tokens, N, K);
     register_stored<bf16>(tokens, N, K);
     register_stored<f16>(tokens, N, K);
+  }
+  // Prefill and training rows against Llama-7B (4096 x 4096, 11008 x 4096, 4096 x 11008) and TinyLlama (5632 x 2048)
+  // weights [N, K]; the quick sweep keeps M = 16 and 128 of the first.
+  if (sweep().quick) {
+    for (std::int64_t M : {16, 128}) register_linear(M, 4096, 4096);
+  } else {
+    for (auto [N, K] : std::vector<std::array<std::int64_t, 2>>{{4096, 4096}, {11008, 4096}, {4096, 11008}, {5632, 2048}})
+      for (std::int64_t M : {16, 32, 64, 128, 512}) register_linear(M, N, K);
   }
   // GPT-2 small attention heads (T = 256, D = 64) over B·H = 48: scores QKᵀ and P·V.
   register_batched(48, 256, 256, 64, true);

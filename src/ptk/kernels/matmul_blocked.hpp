@@ -10,6 +10,7 @@
 
 #include "ptk/core/tensor.hpp"
 #include "ptk/kernels/detail/load.hpp"
+#include "ptk/kernels/detail/memory_hints.hpp"
 #include "ptk/kernels/tuning.hpp"
 
 namespace ptk::kernels {
@@ -71,19 +72,9 @@ struct MatmulBlocked {
       const int kc = K - k0 < slab ? K - k0 : slab;
 
       // Pack op(a)[i0 .. i0+rows, k0 .. k0+kc], zero-padded to whole row panels; reads go along
-      // the contiguous index of a's storage. src points at the first value a loop reads (an item is a value):
-      // written as a row pointer and a value index instead, g++ 12 spilled micro-kernel accumulators to the
-      // stack and the f32 GEMM ran 43 % slower (docs/benchmarks.md).
+      // the contiguous index of a's storage.
       if (!trans_a) {
-        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, row_panels * MR), [&](int i) {
-          float* dst = a_pack + static_cast<std::size_t>(i / MR) * kc * MR + i % MR;
-          if (i < rows) {
-            const EA* src = a_mat + static_cast<std::size_t>(i0 + i) * lda + k0;
-            for (int k = 0; k < kc; ++k) dst[k * MR] = load(src, k);
-          } else {
-            for (int k = 0; k < kc; ++k) dst[k * MR] = 0.0f;
-          }
-        });
+        pack_rows<MR>(team, a_mat + static_cast<std::size_t>(i0) * lda + k0, lda, rows, row_panels, kc, a_pack);
       } else {
         Kokkos::parallel_for(Kokkos::TeamThreadRange(team, kc), [&](int k) {
           const EA* src = a_mat + static_cast<std::size_t>(k0 + k) * lda + i0;
@@ -107,23 +98,15 @@ struct MatmulBlocked {
             for (int j = 0; j < NR; ++j) dst[j] = q * NR + j < cols ? load(src, q * NR + j) : 0.0f;
           }
         });
-      } else {
-        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, col_panels * NR), [&](int j) {
-          float* dst = b_pack + static_cast<std::size_t>(j / NR) * kc * NR + j % NR;
-          if (j < cols) {
-            const EB* src = b_mat + static_cast<std::size_t>(j0 + j) * ldb + k0;
-            for (int k = 0; k < kc; ++k) dst[k * NR] = load(src, k);
-          } else {
-            for (int k = 0; k < kc; ++k) dst[k * NR] = 0.0f;
-          }
-        });
+      } else {  // b stored transposed (a weight [N, K])
+        pack_rows<NR>(team, b_mat + static_cast<std::size_t>(j0) * ldb + k0, ldb, cols, col_panels, kc, b_pack);
       }
       team.team_barrier();
 
       // The first slab applies beta (0: c is not read), later slabs add to c.
       const float c_scale = s == 0 ? beta : 1.0f;
       Kokkos::parallel_for(Kokkos::TeamThreadRange(team, row_panels * col_panels), [&](int t) {
-        const int p = t % row_panels, q = t / row_panels;  // consecutive tiles share a B panel
+        const int q = t % col_panels, p = t / col_panels;  // consecutive tiles share an A micro-panel
         const float* ap = a_pack + static_cast<std::size_t>(p) * kc * MR;
         const float* bp = b_pack + static_cast<std::size_t>(q) * kc * NR;
         // Registers hold the sum over `chunk` steps; chunk sums are added into acc (L1 on the host).
@@ -157,6 +140,30 @@ struct MatmulBlocked {
       });
       team.team_barrier();
     }
+  }
+
+  // pack[(r / P) · kc · P + k · P + r % P] = src[r · ld + k] for r < rows, k < kc, zeros up to whole panels: a row-major
+  // operand whose rows become the panels' columns (a untransposed, P = MR; b transposed, P = NR). Whole 16 x 16 tiles
+  // are read transposed (load.hpp), the ragged edges value by value, and the next 16 rows are fetched ahead: a slab's
+  // stretch of a row is too short a run for the hardware prefetcher. Packing one value at a time, strided, was most of
+  // a 16-row GEMM's time (docs/benchmarks.md, "The GEMM for prefill rows").
+  template <int P, class E>
+  KOKKOS_INLINE_FUNCTION void pack_rows(const Team& team, const E* src, int ld, int rows, int panels, int kc,
+                                        float* pack) const {
+    static_assert(P % 8 == 0, "each half of a 16-row tile lies in one panel");
+    const auto at = [&](int r, int k) {
+      return pack + static_cast<std::size_t>(r / P) * kc * P + static_cast<std::size_t>(k) * P + r % P;
+    };
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, (panels * P + 15) / 16), [&](int g) {
+      const int r0 = 16 * g;
+      for (int r = r0 + 16; r < r0 + 32 && r < rows; ++r) prefetch_span(src + static_cast<std::size_t>(r) * ld, kc);
+      int k = 0;
+      if (r0 + 16 <= rows)
+        for (; k + 16 <= kc; k += 16)
+          load_transposed_16(src + static_cast<std::size_t>(r0) * ld + k, ld, at(r0, k), at(r0 + 8, k), P);
+      for (int r = r0; r < r0 + 16 && r < panels * P; ++r)
+        for (int kk = k; kk < kc; ++kk) *at(r, kk) = r < rows ? load(src + static_cast<std::size_t>(r) * ld, kk) : 0.0f;
+    });
   }
 
   KOKKOS_INLINE_FUNCTION void store_row(float* dst, const float* acc, int n, float c_scale) const {

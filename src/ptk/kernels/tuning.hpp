@@ -66,12 +66,15 @@ struct GpuRows {
 
 // ---- GEMM (matmul.hpp) -----------------------------------------------------------------------------
 // Host: the blocked Goto-style kernel (MatmulBlocked). A team is one thread and a block a cache
-// block in level-1 scratch: packed A (<= 576 KB) stays in L2, the B panel (<= 1.5 MB) in L3, one
-// 48 KB B micro-panel serves all row panels; a 12 x 32 micro-tile is 24 AVX-512 accumulators.
+// block in level-1 scratch: an 8 x 48 micro-tile is 24 AVX-512 accumulators (8 broadcasts and 3 loads
+// a k-step); consecutive tiles share the A micro-panel (12 KB, L1) while the block's B panel (<= 720 KB)
+// stays in L2, and packed A (<= 576 KB) streams from L2/L3. Against 12 x 32 tiles over 384 x 1024 blocks,
+// 8 rows waste fewer padded rows on a prompt (16 rows: 1.15x) at the same speed on training shapes
+// (docs/benchmarks.md, "The GEMM for prefill rows").
 struct HostMatmul {
   static constexpr bool register_tiled = false;
-  static constexpr int micro_rows = 12, micro_cols = 32;
-  static constexpr int block_rows = 384, block_cols = 1024, slab = 384;
+  static constexpr int micro_rows = 8, micro_cols = 48;
+  static constexpr int block_rows = 384, block_cols = 480, slab = 384;
   static constexpr int team_size = 1;
   static constexpr int scratch_level = 1;
   static constexpr int chunk = 64;  // k summed plainly in registers before it is added to the tile

@@ -4,6 +4,7 @@
 // its integer (exact in float). Kernels accumulate what these return in fp32.
 #include <Kokkos_Core.hpp>
 
+#include <cstddef>
 #include <type_traits>
 
 #include "ptk/core/dtype.hpp"
@@ -59,6 +60,62 @@ KOKKOS_FORCEINLINE_FUNCTION void load_lanes(const E* row, int b, int v, float (&
   }
 #endif
   load_lanes_portable<L, V>(row, b, v, out);
+}
+
+// A 16 x 16 tile read transposed, as a GEMM packs a row-major operand into k-major panels (matmul_blocked.hpp): value k
+// of row j (rows `ld` items apart) goes to lo[k · ldd + j] for j < 8 and to hi[k · ldd + j - 8] for j >= 8 (hi = lo + 8
+// where both halves lie in one panel). A host with AVX-512 loads the 16 rows as vectors and transposes them in
+// registers (64 shuffles a tile); the portable copy stores one value at a time, and that store, strided, was most of a
+// 16-row prefill GEMM's time.
+template <class E>
+KOKKOS_FORCEINLINE_FUNCTION void load_transposed_16(const E* src, std::size_t ld, float* lo, float* hi, std::size_t ldd) {
+#if defined(PTK_HOST_AVX512)
+  if constexpr (std::is_same_v<E, float> || std::is_same_v<E, bf16> || std::is_same_v<E, f16>) {
+    __m512 r[16], t[16];
+    for (int j = 0; j < 16; ++j) {
+      if constexpr (std::is_same_v<E, float>) {
+        r[j] = _mm512_loadu_ps(src + j * ld);
+      } else {
+        float wide[16];
+        widen_block<16>(src + j * ld, wide);
+        r[j] = _mm512_loadu_ps(wide);
+      }
+    }
+    // Within each 128-bit lane: pairs of rows interleaved by 32 bits, then groups of four rows by 64 bits; r[4g + c]
+    // then holds, in lane L, rows 4g .. 4g+3 at column 4L + c.
+    for (int i = 0; i < 16; i += 2) {
+      t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+      t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int g = 0; g < 16; g += 4) {
+      r[g] = _mm512_shuffle_ps(t[g], t[g + 2], 0x44);
+      r[g + 1] = _mm512_shuffle_ps(t[g], t[g + 2], 0xEE);
+      r[g + 2] = _mm512_shuffle_ps(t[g + 1], t[g + 3], 0x44);
+      r[g + 3] = _mm512_shuffle_ps(t[g + 1], t[g + 3], 0xEE);
+    }
+    // Column 4L + c gathers lane L of r[c], r[4 + c], r[8 + c], r[12 + c]: two rounds of 128-bit lane shuffles.
+    const auto store = [&](int k, __m512 v) {
+      if (hi == lo + 8) {
+        _mm512_storeu_ps(lo + k * ldd, v);
+      } else {
+        _mm256_storeu_ps(lo + k * ldd, _mm512_castps512_ps256(v));
+        _mm256_storeu_ps(hi + k * ldd, _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+      }
+    };
+    for (int c = 0; c < 4; ++c) {
+      const __m512 v0 = _mm512_shuffle_f32x4(r[c], r[4 + c], 0x88), v1 = _mm512_shuffle_f32x4(r[c], r[4 + c], 0xDD);
+      const __m512 v2 = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0x88);
+      const __m512 v3 = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0xDD);
+      store(c, _mm512_shuffle_f32x4(v0, v2, 0x88));
+      store(4 + c, _mm512_shuffle_f32x4(v1, v3, 0x88));
+      store(8 + c, _mm512_shuffle_f32x4(v0, v2, 0xDD));
+      store(12 + c, _mm512_shuffle_f32x4(v1, v3, 0xDD));
+    }
+    return;
+  }
+#endif
+  for (int j = 0; j < 16; ++j)
+    for (int k = 0; k < 16; ++k) (j < 8 ? lo : hi - 8)[k * ldd + j] = load(src + j * ld, k);
 }
 
 }  // namespace ptk::kernels

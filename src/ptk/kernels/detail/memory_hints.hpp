@@ -75,6 +75,21 @@ KOKKOS_FORCEINLINE_FUNCTION void prefetch_items(const E* row, int b) {
 #endif
 }
 
+// Hints to fetch items [0, count) of a row (one a cache line of its bytes) that a loop will read after the row it
+// is on: a short contiguous run (a GEMM slab's stretch of a weight row) gives the hardware prefetcher too few lines to
+// find it in time. A no-op in device code.
+template <class E>
+KOKKOS_FORCEINLINE_FUNCTION void prefetch_span(const E* row, int count) {
+#if !defined(__CUDA_ARCH__) && !defined(__HIP_DEVICE_COMPILE__)
+  const auto at = reinterpret_cast<std::uintptr_t>(row);
+  const std::uintptr_t bytes = static_cast<std::uintptr_t>(count) * sizeof(E) / Element<E>::block;
+  for (std::uintptr_t q = 0; q < bytes; q += 64) __builtin_prefetch(reinterpret_cast<const void*>(at + q), 0);
+#else
+  (void)row;
+  (void)count;
+#endif
+}
+
 // y[l * V] = o[l] for the L values of one block of vector lane v (y points at its first column).
 // With `streaming` on the host, a 64-byte-aligned block of 16 floats goes out as non-temporal
 // stores (see Rows::stream_store_bytes in tuning.hpp), with the widest the build's ISA has; anything else
