@@ -24,6 +24,29 @@ struct HostOperands {
   }
 };
 
+// oneDNN's matmul of a[M,K] by b, in host memory: b[K,N] (b_tag ab) or a weight stored [N,K] and read as its
+// transpose (ba).
+std::function<std::function<void()>()> onednn_setup(std::int64_t M, std::int64_t N, std::int64_t K,
+                                                    dnnl::memory::format_tag b_tag) {
+  return [=] {
+    using dnnl::memory;
+    auto host = std::make_shared<HostOperands>(M, N, K);
+    auto engine = std::make_shared<dnnl::engine>(dnnl::engine::kind::cpu, 0);
+    auto stream = std::make_shared<dnnl::stream>(*engine);
+    const memory::desc a_md({M, K}, memory::data_type::f32, memory::format_tag::ab);
+    const memory::desc b_md({K, N}, memory::data_type::f32, b_tag);
+    const memory::desc c_md({M, N}, memory::data_type::f32, memory::format_tag::ab);
+    auto matmul =
+        std::make_shared<dnnl::matmul>(dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_md, b_md, c_md), *engine));
+    const memory a(a_md, *engine, host->a.data()), b(b_md, *engine, host->b.data()), c(c_md, *engine, host->c.data());
+    return std::function<void()>([=] {
+      matmul->execute(*stream, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
+      stream->wait();
+      (void)host;
+    });
+  };
+}
+
 void register_shape(std::int64_t M, std::int64_t N, std::int64_t K) {
   const auto shape = "M=" + std::to_string(M) + ",N=" + std::to_string(N) + ",K=" + std::to_string(K);
   const double flops = 2.0 * M * N * K;
@@ -46,22 +69,7 @@ void register_shape(std::int64_t M, std::int64_t N, std::int64_t K) {
                   0.0f, host->c.data(), N);
     });
   });
-  add("matmul", "onednn", shape, Rate::gflops, flops, [=] {
-    using dnnl::memory;
-    auto host = std::make_shared<HostOperands>(M, N, K);
-    auto engine = std::make_shared<dnnl::engine>(dnnl::engine::kind::cpu, 0);
-    auto stream = std::make_shared<dnnl::stream>(*engine);
-    const memory::desc a_md({M, K}, memory::data_type::f32, memory::format_tag::ab);
-    const memory::desc b_md({K, N}, memory::data_type::f32, memory::format_tag::ab);
-    const memory::desc c_md({M, N}, memory::data_type::f32, memory::format_tag::ab);
-    auto matmul = std::make_shared<dnnl::matmul>(dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_md, b_md, c_md), *engine));
-    const memory a(a_md, *engine, host->a.data()), b(b_md, *engine, host->b.data()), c(c_md, *engine, host->c.data());
-    return std::function<void()>([=] {
-      matmul->execute(*stream, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
-      stream->wait();
-      (void)host;
-    });
-  });
+  add("matmul", "onednn", shape, Rate::gflops, flops, onednn_setup(M, N, K, dnnl::memory::format_tag::ab));
 }
 
 // A linear layer's product over M rows of activations against a shared weight stored [N, K] (PyTorch's and GGUF's
@@ -85,22 +93,7 @@ void register_linear(std::int64_t M, std::int64_t N, std::int64_t K) {
                   host->c.data(), N);
     });
   });
-  add("matmul", "onednn", shape, Rate::gflops, flops, [=] {
-    using dnnl::memory;
-    auto host = std::make_shared<HostOperands>(M, N, K);
-    auto engine = std::make_shared<dnnl::engine>(dnnl::engine::kind::cpu, 0);
-    auto stream = std::make_shared<dnnl::stream>(*engine);
-    const memory::desc a_md({M, K}, memory::data_type::f32, memory::format_tag::ab);
-    const memory::desc w_md({K, N}, memory::data_type::f32, memory::format_tag::ba);  // W[N,K] read as Wᵀ[K,N]
-    const memory::desc c_md({M, N}, memory::data_type::f32, memory::format_tag::ab);
-    auto matmul = std::make_shared<dnnl::matmul>(dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_md, w_md, c_md), *engine));
-    const memory a(a_md, *engine, host->a.data()), w(w_md, *engine, host->b.data()), c(c_md, *engine, host->c.data());
-    return std::function<void()>([=] {
-      matmul->execute(*stream, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, c}});
-      stream->wait();
-      (void)host;
-    });
-  });
+  add("matmul", "onednn", shape, Rate::gflops, flops, onednn_setup(M, N, K, dnnl::memory::format_tag::ba));
 }
 
 // The same product with A and B stored as E (bf16 or f16; fp32 accumulation and C): shape key dtype=, beside the
