@@ -1,9 +1,13 @@
 // matmul parity: ptk::ops::matmul (portable kernel and KokkosBlas::gemm; and over A and B stored as bf16 or f16)
 // and ptk::ops::matmul_backward against the oracle.
 #include <array>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <iostream>
 
 #include "parity.hpp"
+#include "ptk/kernels/detail/load.hpp"
 #include "ptk/ops/matmul.hpp"
 #include "ptk/reference/matmul.hpp"
 #include "ptk/reference/matmul_backward.hpp"
@@ -176,6 +180,43 @@ TEST(MatmulAccumulate, AlphaBeta) {
       const float alpha = alpha_beta.first, beta = alpha_beta.second;
       for_each_space([&](auto space) { check_accumulate<typename decltype(space)::type, typename decltype(space)::tune>(c, alpha, beta); });
     }
+}
+
+// The GEMM's pack tile (load.hpp): load_transposed_16 (the host's vector transposition, where the build has it) and
+// load_transposed_16_portable against the definition, bit for bit, for f32, bf16 and f16 rows of random bit patterns
+// (NaN, infinities and subnormals among them), into one panel (hi = lo + 8) and split over two panels of 8 rows.
+template <class E>
+void check_transposed_tiles() {
+  constexpr std::size_t ld = 21;  // rows of the source this many items apart: no alignment assumed
+  std::vector<E> src(16 * ld);
+  std::uint32_t state = 12345;
+  for (auto& v : src) {
+    state = state * 1664525u + 1013904223u;
+    if constexpr (std::is_same_v<E, float>) std::memcpy(&v, &state, sizeof v);
+    else v = E{static_cast<std::uint16_t>(state >> 16)};
+  }
+  const auto same = [](float x, float y) { return std::memcmp(&x, &y, sizeof x) == 0 || (std::isnan(x) && std::isnan(y)); };
+  for (const std::size_t ldd : {std::size_t{8}, std::size_t{16}, std::size_t{48}}) {
+    for (int variant = 0; variant < 2; ++variant) {
+      std::vector<float> lo(16 * ldd, -1.0f), hi(16 * ldd, -1.0f);
+      float* hi_ptr = ldd == 8 ? hi.data() : lo.data() + 8;  // 8-row panels split a tile; wider ones hold it whole
+      if (variant == 0) kernels::load_transposed_16(src.data() + 2, ld, lo.data(), hi_ptr, ldd);
+      else kernels::load_transposed_16_portable(src.data() + 2, ld, lo.data(), hi_ptr, ldd);
+      for (int j = 0; j < 16; ++j)
+        for (int k = 0; k < 16; ++k) {
+          const float want = kernels::load(src.data() + 2 + j * ld, k);
+          const float got = (j < 8 ? lo.data() + j : hi_ptr + (j - 8))[k * ldd];
+          ASSERT_TRUE(same(got, want)) << dtype_name(Element<E>::dtype) << (variant ? " portable" : " vector")
+                                       << " ldd " << ldd << ": row " << j << ", k " << k << ": " << got << " vs " << want;
+        }
+    }
+  }
+}
+
+TEST(MatmulPack, TransposedTilesEqualTheDefinition) {
+  check_transposed_tiles<float>();
+  check_transposed_tiles<bf16>();
+  check_transposed_tiles<f16>();
 }
 
 // Long K: the portable kernel's worst error against the float64 oracle must stay within a small

@@ -68,6 +68,14 @@ KOKKOS_FORCEINLINE_FUNCTION void load_lanes(const E* row, int b, int v, float (&
 // registers (64 shuffles a tile); the portable copy stores one value at a time, and that store, strided, was most of a
 // 16-row prefill GEMM's time.
 template <class E>
+KOKKOS_FORCEINLINE_FUNCTION void load_transposed_16_portable(const E* src, std::size_t ld, float* lo, float* hi,
+                                                             std::size_t ldd) {
+  for (int j = 0; j < 16; ++j)
+    for (int k = 0; k < 16; ++k) (j < 8 ? lo + j : hi + (j - 8))[k * ldd] = load(src + j * ld, k);
+}
+
+// load_transposed_16_portable's values, the same bits, through the host's vector instructions where it has them.
+template <class E>
 KOKKOS_FORCEINLINE_FUNCTION void load_transposed_16(const E* src, std::size_t ld, float* lo, float* hi, std::size_t ldd) {
 #if defined(PTK_HOST_AVX512)
   if constexpr (std::is_same_v<E, float> || std::is_same_v<E, bf16> || std::is_same_v<E, f16>) {
@@ -114,8 +122,7 @@ KOKKOS_FORCEINLINE_FUNCTION void load_transposed_16(const E* src, std::size_t ld
     return;
   }
 #endif
-  for (int j = 0; j < 16; ++j)
-    for (int k = 0; k < 16; ++k) (j < 8 ? lo : hi - 8)[k * ldd + j] = load(src + j * ld, k);
+  load_transposed_16_portable(src, ld, lo, hi, ldd);
 }
 
 }  // namespace ptk::kernels
