@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# The decode sweep, ptk against PyTorch on this machine in one session: ptk_bench's `decode` family (one KV-cache
-# generation step at a fixed context; benchmarks/decode_bench.cpp) and scripts/decode_torch.py (the same steps in
-# PyTorch, its own thread pool), then a markdown table of tokens/s and their ratio.
+# The decode sweep, ptk against PyTorch and llama.cpp on this machine in one session: ptk_bench's `decode` family
+# (one KV-cache generation step at a fixed context; benchmarks/decode_bench.cpp) and scripts/decode_torch.py (the
+# same steps in PyTorch, its own thread pool), then a markdown table of tokens/s and their ratio; then
+# scripts/llama_cpp_sweep.sh (prefill and decode of a 75 M Llama against llama.cpp on the same GGUF files, prompts
+# of 16, 128, 512 and 2048 tokens, 3 rounds; --quick: 16 and 128, one round) -> OUT/llama_cpp.md.
 #   scripts/decode_sweep.sh [BUILD_DIR] [OUT_DIR] [--quick]      (defaults: build/cpu, decode-sweep)
 # Installs python3-torch when /usr/bin/python3 lacks torch. Both sides use OMP_NUM_THREADS (default 2) threads.
 set -euo pipefail
@@ -27,3 +29,6 @@ echo "[decode_sweep] PyTorch: scripts/decode_torch.py --threads $threads"
   --ptk "$out/ptk_decode.json" | tee "$out/decode.log"
 sed -n '/^| model/,$p' "$out/decode.log" >"$out/decode.md"
 echo "[decode_sweep] table: $out/decode.md"
+llama_args=()
+[ ${#quick[@]} -gt 0 ] && llama_args=(--prompts "16 128" --rounds 1)
+PTK=$build/ptk OMP_NUM_THREADS=$threads THREADS=$threads scripts/llama_cpp_sweep.sh --out "$out" "${llama_args[@]}"
