@@ -116,9 +116,25 @@ struct DecodeAttentionPartial {
   // sum is a chain of dependent adds the compiler may not reorder). b's kLanes values come through load_lanes
   // (one vector conversion for f16 where the host has it).
   static constexpr int kLanes = 16;
+  // With AVX-512 and whole vectors (D a multiple of 16: every model's head), the slots are one register and the
+  // pairwise sum its reduction (the same pairs: 8 apart, then 4, 2, 1): g++ had kept the slots on the stack, and that
+  // sum was 40 % of this kernel's time at 2048 cached positions.
   KOKKOS_INLINE_FUNCTION static float lane_dot(const float* a, const E* b, int D) {
-    float part[kLanes] = {};
     const int full = D / kLanes * kLanes;
+#if defined(PTK_HOST_AVX512)
+    if constexpr (kLanes == 16) {
+      if (full == D) {
+        __m512 acc = _mm512_setzero_ps();
+        for (int d0 = 0; d0 < full; d0 += kLanes) {
+          float bl[kLanes];
+          load_lanes<kLanes, 1>(b, d0, 0, bl);
+          acc = _mm512_fmadd_ps(_mm512_loadu_ps(a + d0), _mm512_loadu_ps(bl), acc);
+        }
+        return _mm512_reduce_add_ps(acc);
+      }
+    }
+#endif
+    float part[kLanes] = {};
     for (int d0 = 0; d0 < full; d0 += kLanes) {
       float bl[kLanes];
       load_lanes<kLanes, 1>(b, d0, 0, bl);
@@ -126,18 +142,6 @@ struct DecodeAttentionPartial {
     }
     for (int d = full; d < D; ++d) part[d - full] += a[d] * load(b, d);
     return tree_sum(part);
-  }
-
-  // acc[d] += p·b[d] for d < D, b's values kLanes at a time as in lane_dot.
-  KOKKOS_INLINE_FUNCTION static void lane_axpy(float* acc, float p, const E* b, int D) {
-    const int full = D / kLanes * kLanes;
-    for (int d0 = 0; d0 < full; d0 += kLanes) {
-      float bl[kLanes];
-      load_lanes<kLanes, 1>(b, d0, 0, bl);
-      PTK_SIMD_LOOP
-      for (int l = 0; l < kLanes; ++l) acc[d0 + l] += p * bl[l];
-    }
-    for (int d = full; d < D; ++d) acc[d] += p * load(b, d);
   }
 
   // Row r of the group is query head g·G + r / Tq, token r % Tq.
@@ -175,16 +179,19 @@ struct DecodeAttentionPartial {
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, rows), [&](int r) {
       const int a = attended((r0 + r) % s.Tq, j0, n);
       float* p = &sc.Ps(r, 0);
-      float m = -__builtin_huge_valf();
-      Kokkos::parallel_reduce(Kokkos::ThreadVectorRange(team, a), [&](int j, float& x) { x = p[j] > x ? p[j] : x; },
-                              Kokkos::Max<float>(m));
-      const float shift = m == -__builtin_huge_valf() ? 0.0f : m;
-      float l = 0.0f;
-      Kokkos::parallel_reduce(Kokkos::ThreadVectorRange(team, a), [&](int j, float& sum) {
-        const float e = fast_exp_clamped(p[j] - shift);
-        p[j] = e;
-        sum += e;
-      }, l);
+      float m = -__builtin_huge_valf(), l = 0.0f;
+      if constexpr (Tiles::vector_length == 1) {
+        exponentiate_lanes(p, a, m, l);
+      } else {
+        Kokkos::parallel_reduce(Kokkos::ThreadVectorRange(team, a), [&](int j, float& x) { x = p[j] > x ? p[j] : x; },
+                                Kokkos::Max<float>(m));
+        const float shift = m == -__builtin_huge_valf() ? 0.0f : m;
+        Kokkos::parallel_reduce(Kokkos::ThreadVectorRange(team, a), [&](int j, float& sum) {
+          const float e = fast_exp_clamped(p[j] - shift);
+          p[j] = e;
+          sum += e;
+        }, l);
+      }
       Kokkos::single(Kokkos::PerThread(team), [&]() {
         sc.m(r) = m;
         sc.l(r) = l;
@@ -192,22 +199,53 @@ struct DecodeAttentionPartial {
     });
   }
 
+  // exponentiate's row on a host thread: max and sum in kLanes slots (a SIMD lane each), then across the slots
+  // (tree_max, tree_sum). Kokkos' vector-range reductions of one lane kept their running value on the stack, a
+  // store and a reload per key (a third of this kernel's time at 2048 cached positions).
+  KOKKOS_INLINE_FUNCTION static void exponentiate_lanes(float* p, int a, float& m, float& l) {
+    float mx[kLanes], sum[kLanes];
+    for (int k = 0; k < kLanes; ++k) {
+      mx[k] = -__builtin_huge_valf();
+      sum[k] = 0.0f;
+    }
+    const int full = a / kLanes * kLanes;
+    for (int j0 = 0; j0 < full; j0 += kLanes) {
+      PTK_SIMD_LOOP
+      for (int k = 0; k < kLanes; ++k) mx[k] = p[j0 + k] > mx[k] ? p[j0 + k] : mx[k];
+    }
+    for (int j = full; j < a; ++j) mx[j - full] = p[j] > mx[j - full] ? p[j] : mx[j - full];
+    m = tree_max(mx);
+    const float shift = m == -__builtin_huge_valf() ? 0.0f : m;
+    for (int j0 = 0; j0 < full; j0 += kLanes) {
+      PTK_SIMD_LOOP
+      for (int k = 0; k < kLanes; ++k) {
+        const float e = fast_exp_clamped(p[j0 + k] - shift);
+        p[j0 + k] = e;
+        sum[k] += e;
+      }
+    }
+    for (int j = full; j < a; ++j) {
+      p[j] = fast_exp_clamped(p[j] - shift);
+      sum[j - full] += p[j];
+    }
+    l = tree_sum(sum);
+  }
+
   // acc[r, d] = Σ_j Ps[r, j] · V[j, d], written with m and l as this chunk's partial result.
   KOKKOS_INLINE_FUNCTION void accumulate_values(const Team& team, const Scratch& sc, int b, int g, int r0, int rows,
                                                 int j0, int n, int split) const {
+    if constexpr (Tiles::vector_length == 1) accumulate_values_lanes(sc, b, g, r0, rows, j0, n, split);
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, rows), [&](int r) {
       const int h = head_of(g, r0 + r), i = (r0 + r) % s.Tq;
       const int row = s.row(b, h, i);
-      const int a = attended(i, j0, n);
-      const float* p = &sc.Ps(r, 0);
       float* acc = &part_acc(row, split, 0);
-      Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, s.D), [&](int d) { acc[d] = 0.0f; });
-      for (int j = 0; j < a; ++j) {
-        const float pj = p[j];
-        const E* vj = &v(b, g, j0 + j, 0);
-        if constexpr (Tiles::vector_length == 1) {
-          lane_axpy(acc, pj, vj, s.D);
-        } else {
+      if constexpr (Tiles::vector_length > 1) {
+        const int a = attended(i, j0, n);
+        const float* p = &sc.Ps(r, 0);
+        Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, s.D), [&](int d) { acc[d] = 0.0f; });
+        for (int j = 0; j < a; ++j) {
+          const float pj = p[j];
+          const E* vj = &v(b, g, j0 + j, 0);
           Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, s.D), [&](int d) { acc[d] += pj * load(vj, d); });
         }
       }
@@ -224,6 +262,39 @@ struct DecodeAttentionPartial {
         });
       }
     });
+  }
+
+  // accumulate_values' sums on a host thread (one thread a team): key by key, each value row widened once (kLanes at
+  // a time) and added into every query row of the group that attends it, rather than read again for each row.
+  KOKKOS_INLINE_FUNCTION void accumulate_values_lanes(const Scratch& sc, int b, int g, int r0, int rows, int j0, int n,
+                                                      int split) const {
+    float* acc[RB];
+    int a[RB], most = 0;
+    for (int r = 0; r < rows; ++r) {
+      const int i = (r0 + r) % s.Tq;
+      acc[r] = &part_acc(s.row(b, head_of(g, r0 + r), i), split, 0);
+      a[r] = attended(i, j0, n);
+      most = a[r] > most ? a[r] : most;
+      for (int d = 0; d < s.D; ++d) acc[r][d] = 0.0f;
+    }
+    const int full = s.D / kLanes * kLanes;
+    for (int j = 0; j < most; ++j) {
+      const E* vj = &v(b, g, j0 + j, 0);
+      for (int d0 = 0; d0 < full; d0 += kLanes) {
+        float bl[kLanes];
+        load_lanes<kLanes, 1>(vj, d0, 0, bl);
+        for (int r = 0; r < rows; ++r) {
+          if (j >= a[r]) continue;
+          const float pj = sc.Ps(r, j);
+          float* out_r = acc[r] + d0;
+          PTK_SIMD_LOOP
+          for (int l = 0; l < kLanes; ++l) out_r[l] += pj * bl[l];
+        }
+      }
+      for (int d = full; d < s.D; ++d)
+        for (int r = 0; r < rows; ++r)
+          if (j < a[r]) acc[r][d] += sc.Ps(r, j) * load(vj, d);
+    }
   }
 };
 
