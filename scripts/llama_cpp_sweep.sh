@@ -30,7 +30,7 @@ done
 threads=${THREADS:-2}
 ptk=${PTK:-build/cpu/ptk}
 version=3.21.1
-npm_dir=$cache/npm
+npm_dir=$cache/npm/node-llama-cpp-$version  # as tests/llama_cpp_test.sh: a prefix of its own
 bins=$npm_dir/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64
 log() { printf '[llama_cpp_sweep] %s\n' "$*" >&2; }
 [ -x "$ptk" ] || { echo "llama_cpp_sweep: no $ptk (build the cpu preset first)" >&2; exit 2; }
@@ -48,9 +48,9 @@ if [ ! -f "$bins/libllama.v0.4.0.so" ] ||
   npm install --prefix "$npm_dir" --no-audit --no-fund --no-save --omit=optional "node-llama-cpp@$version" \
     "@node-llama-cpp/linux-x64@$version" >"$out/npm.log" 2>&1 || { tail -5 "$out/npm.log" >&2; exit 2; }
 fi
-speed=$cache/llama_cpp_speed-$version
+speed=$npm_dir/llama_cpp_speed
 if [ ! -x "$speed" ] || [ benchmarks/llama_cpp_speed.cpp -nt "$speed" ]; then
-  headers=$cache/llama.cpp-headers-$version
+  headers=$npm_dir/llama.cpp-headers
   if [ ! -f "$headers/include/llama.h" ]; then
     log "extracting llama.cpp's headers from the package's source bundle into $headers"
     rm -rf "$headers.git" && mkdir -p "$headers"

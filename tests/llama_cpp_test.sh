@@ -6,7 +6,8 @@
 #   - F32: for 3 prompts x 32 tokens, llama.cpp's greedy tokens equal `ptk generate --temperature 0 --ids`;
 #   - Q8_0: the same file quantized by `ptk convert --dtype q8_0` against `ptk generate --dtype q8_0`: agreement
 #     reported (tokens equal before the first difference), not required (the two quantize activations differently).
-# node-llama-cpp is installed once into ${PTK_CACHE:-$HOME/.cache/ptk}/npm without its optional GPU builds (the CPU
+# node-llama-cpp is installed once into ${PTK_CACHE:-$HOME/.cache/ptk}/npm/node-llama-cpp-VERSION (a prefix of its own:
+# `npm install --no-save` into a shared one removes what else is there) without its optional GPU builds (the CPU
 # binary package alone, ~30 MB); where npm cannot install it the test says so loudly and exits 77 (ctest: skipped).
 # usage: llama_cpp_test.sh PTK SOURCE_DIR
 set -u
@@ -15,7 +16,7 @@ dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 . "$(dirname "$0")/cli_checks.sh"
 version=3.21.1
-cache=${PTK_CACHE:-$HOME/.cache/ptk}/npm
+cache=${PTK_CACHE:-$HOME/.cache/ptk}/npm/node-llama-cpp-$version
 if [ ! -f "$cache/node_modules/@node-llama-cpp/linux-x64/package.json" ] ||
    ! grep -q "\"version\": \"$version\"" "$cache/node_modules/node-llama-cpp/package.json" 2>/dev/null; then
   mkdir -p "$cache"

