@@ -7,79 +7,16 @@
 
 #include <Kokkos_Core.hpp>
 #include <cstring>
-#include <map>
-#include <mutex>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "kokkos_events.hpp"
 #include "parity.hpp"
 #include "ptk/nn/train.hpp"
 
 namespace ptk::test {
 namespace {
-
-// Every event the hooks report while a Watch is alive, by kind and label.
-struct Events {
-  std::map<std::string, int> allocations, deallocations, deep_copies, fences;
-  static int total(const std::map<std::string, int>& m) {
-    int n = 0;
-    for (const auto& e : m) n += e.second;
-    return n;
-  }
-  static std::string list(const std::map<std::string, int>& m) {
-    std::ostringstream s;
-    for (const auto& e : m) s << "\n    " << e.second << " x " << e.first;
-    return s.str();
-  }
-};
-
-Events* g_events = nullptr;
-// Kokkos may report an event from any thread (a View's last reference can drop in a worker): the maps are
-// guarded, else two reports at once can corrupt them (seen once under ctest -j2: the test spun forever
-// walking a broken map).
-std::mutex g_events_mutex;
-
-void on_allocate(Kokkos_Profiling_SpaceHandle, const char* label, const void*, uint64_t) {
-  const std::lock_guard<std::mutex> lock(g_events_mutex);
-  if (g_events) ++g_events->allocations[label];
-}
-void on_deallocate(Kokkos_Profiling_SpaceHandle, const char* label, const void*, uint64_t) {
-  const std::lock_guard<std::mutex> lock(g_events_mutex);
-  if (g_events) ++g_events->deallocations[label];
-}
-void on_deep_copy(Kokkos_Profiling_SpaceHandle, const char* dst, const void*, Kokkos_Profiling_SpaceHandle,
-                  const char* src, const void*, uint64_t) {
-  const std::lock_guard<std::mutex> lock(g_events_mutex);
-  if (g_events) ++g_events->deep_copies[std::string(src) + " -> " + dst];
-}
-void on_fence(const char* name, uint32_t, uint64_t*) {
-  const std::lock_guard<std::mutex> lock(g_events_mutex);
-  if (g_events) ++g_events->fences[name];
-}
-
-// Registers the callbacks for its lifetime (and unregisters them: the rest of the suite runs untooled).
-class Watch {
- public:
-  Watch() {
-    namespace tools = Kokkos::Tools::Experimental;
-    tools::set_allocate_data_callback(on_allocate);
-    tools::set_deallocate_data_callback(on_deallocate);
-    tools::set_begin_deep_copy_callback(on_deep_copy);
-    tools::set_begin_fence_callback(on_fence);
-  }
-  ~Watch() {
-    g_events = nullptr;
-    namespace tools = Kokkos::Tools::Experimental;
-    tools::set_allocate_data_callback(nullptr);
-    tools::set_deallocate_data_callback(nullptr);
-    tools::set_begin_deep_copy_callback(nullptr);
-    tools::set_begin_fence_callback(nullptr);
-  }
-  Watch(const Watch&) = delete;
-  Watch& operator=(const Watch&) = delete;
-};
 
 std::vector<int> tokens(int n, int V) {
   std::vector<int> t(static_cast<std::size_t>(n));
@@ -107,13 +44,8 @@ void expect_steady_state(nn::Precision precision) {
   ag::ReuseBuffers reuse;
   std::vector<Events> steps(4);
   for (auto& events : steps) {
-    {
-      const std::lock_guard<std::mutex> lock(g_events_mutex);
-      g_events = &events;
-    }
+    const Recording recording(events);
     nn::train_step(model, optimizer, sampler.next(), 1e-3f, precision);
-    const std::lock_guard<std::mutex> lock(g_events_mutex);
-    g_events = nullptr;
   }
   EXPECT_GT(Events::total(steps[0].allocations), 0) << "the hooks saw no allocation in the first step: not reporting?";
   for (std::size_t i = 1; i < steps.size(); ++i) {

@@ -1,0 +1,83 @@
+// The kernel launches of a Llama layer in a prefill and in a decode step, counted through Kokkos' profiling hooks
+// (kokkos_events.hpp): a layer's are the difference between a 2-layer and a 1-layer model's, each run twice on a
+// fresh KV cache and counted the second time (rope tables and reused buffers warm, as in a generation). A layer's
+// math needs, at most: its two norms, the q, k, v, o, gate, up and down products, rope on q and k, the cache
+// append, attention (and a merge of key chunks), the silu gate: the bounds below are today's counts, printed with
+// their kernels by label, so that a change adding launches fails here and one removing them lowers the bound.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "kokkos_events.hpp"
+#include "parity.hpp"
+#include "ptk/nn/inference.hpp"
+
+namespace ptk::test {
+namespace {
+
+// Today's counts (host and GPU tunings alike; docs/design.md, "Launches of a layer"). Prefill, 20: 2 rmsnorm, 7
+// matmul, 2 rope, 3 split_heads (q, k, v into heads for flash attention) + 2 (k, v into the cache), attention,
+// merge_heads, silu, mul. Decode, 16: the same without the three splits and the merge (q is read and the output
+// written in place), decode_attention for attention.
+constexpr int kPrefillLaunchesPerLayer = 20, kDecodeLaunchesPerLayer = 16;
+
+// The launches of a prefill of `prompt` tokens and of the decode step after it, for an L-layer Llama.
+struct Counts {
+  Events prefill, decode;
+};
+
+Counts count(int layers, int prompt) {
+  nn::DecoderConfig config{layers, 4, 64, 64, 23};
+  config.arch = nn::Arch::llama;
+  config.n_kv_head = 2;
+  const nn::Decoder model(config, ag::Device::host, 5);
+  std::vector<int> ids(static_cast<std::size_t>(prompt));
+  for (int i = 0; i < prompt; ++i) ids[static_cast<std::size_t>(i)] = (3 * i + 1) % config.vocab_size;
+  Watch watch;
+  ag::ReuseBuffers reuse;
+  Counts counts;
+  for (int run = 0; run < 2; ++run) {
+    nn::KvCache cache = nn::make_kv_cache(model, 1, config.block_size);
+    Events prefill, decode;
+    {
+      const Recording recording(prefill);
+      nn::forward_cached(model, cache, ids, prompt);
+    }
+    {
+      const Recording recording(decode);
+      nn::forward_cached(model, cache, {ids[0]}, 1);
+    }
+    counts = {prefill, decode};
+  }
+  return counts;
+}
+
+// Launches by label in `more` beyond those in `fewer`.
+std::map<std::string, int> difference(const std::map<std::string, int>& more, const std::map<std::string, int>& fewer) {
+  std::map<std::string, int> out = more;
+  for (const auto& [label, n] : fewer) out[label] -= n;
+  for (auto it = out.begin(); it != out.end();) it = it->second == 0 ? out.erase(it) : std::next(it);
+  return out;
+}
+
+TEST(Launches, PerLlamaLayerInPrefillAndDecode) {
+  const Counts one = count(1, 16), two = count(2, 16);
+  const auto prefill = difference(two.prefill.launches, one.prefill.launches);
+  const auto decode = difference(two.decode.launches, one.decode.launches);
+  std::cout << "[ launches ] a Llama layer's prefill of 16 tokens: " << Events::total(prefill) << Events::list(prefill)
+            << "\n[ launches ] its decode step: " << Events::total(decode) << Events::list(decode)
+            << "\n[ launches ] the whole 2-layer model: prefill " << Events::total(two.prefill.launches) << ", decode "
+            << Events::total(two.decode.launches) << "\n";
+  EXPECT_GT(Events::total(one.prefill.launches), 0) << "the hooks saw no launch: not reporting?";
+  for (const auto& [label, n] : prefill) EXPECT_GT(n, 0) << label << ": fewer launches with more layers";
+  EXPECT_LE(Events::total(prefill), kPrefillLaunchesPerLayer) << Events::list(prefill);
+  EXPECT_LE(Events::total(decode), kDecodeLaunchesPerLayer) << Events::list(decode);
+  // A layer allocates nothing in a warm decode step (its buffers are reused).
+  EXPECT_EQ(Events::total(difference(two.decode.allocations, one.decode.allocations)), 0)
+      << Events::list(difference(two.decode.allocations, one.decode.allocations));
+}
+
+}  // namespace
+}  // namespace ptk::test
