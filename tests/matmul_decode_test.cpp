@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 
 #include "parity.hpp"
@@ -261,6 +262,40 @@ TEST(Linear, StoredWeights) {
   const auto Wq = ops::convert<q8_0>(Tensor<Host>({4, 64}));
   EXPECT_THROW(ops::linear(Tensor<Host>({2, 32}), Wq), InputError);
   EXPECT_THROW(ops::linear(Tensor<Host>({2, 64}), Wq, Tensor<Host>({5})), InputError);
+}
+
+// The host's GEMM over q8_0 and q4_0 weights widens their blocks as it packs them: the product equals, bit for bit,
+// the f32 GEMM on to_f32(W) (the route before, and the GPU's), over whole 16 x 16 tiles, ragged rows, a last slab
+// of one block (K = 800: slabs of 384, 384, 32) and a second of a few (K = 544), with beta 0 and 1.
+TEST(Linear, QuantizedGemmEqualsTheGemmOnConvertedWeights) {
+  const auto run = [](auto e) {
+    using E = decltype(e);
+    for (auto [M, N, K] : {std::array<std::int64_t, 3>{40, 200, 800}, {9, 127, 544}, {512, 48, 64}})
+      for (float beta : {0.0f, 1.0f})
+        for_each_space([&](auto space) {
+          using Space = typename decltype(space)::type;
+          using Tune = typename decltype(space)::tune;
+          if constexpr (!Tune::matmul::register_tiled) {
+            const auto name = "quantized gemm" + case_name(M, N, K) + dtype_name(Element<E>::dtype);
+            const auto X = Tensor<Space>::from_host({M, K}, uniform(M * K, -1, 1, name + "x"));
+            const auto W = ops::convert<E>(Tensor<Space>::from_host({N, K}, uniform(N * K, -1, 1, name + "w")));
+            const auto c0 = uniform(M * N, -1, 1, name + "c");
+            const auto got = Tensor<Space>::from_host({M, N}, c0), want = Tensor<Space>::from_host({M, N}, c0);
+            kernels::matmul_quantized_weight<Space, Tune, E>(got.batched_matrices(), X.batched_matrices(),
+                                                             W.batched_matrices(), 0.5f, beta);
+            kernels::matmul_forward<Space, Tune>(want.batched_matrices(), X.batched_matrices(),
+                                                 ops::to_f32(W).batched_matrices(), false, true, 0.5f, beta);
+            const auto g = got.to_vector(), w = want.to_vector();
+            std::size_t differing = 0, first = 0;
+            for (std::size_t i = 0; i < g.size(); ++i)
+              if (std::memcmp(&g[i], &w[i], sizeof(float)) != 0 && differing++ == 0) first = i;
+            EXPECT_EQ(differing, 0u) << Space::name() << " " << name << " beta " << beta << ": first at row "
+                                     << first / N << ", column " << first % N << ": " << g[first] << " vs " << w[first];
+          }
+        });
+  };
+  run(q8_0{});
+  run(q4_0{});
 }
 
 // The rounding of W, reported rather than bounded (its bound per value is quant_test's): for uniform x and W in

@@ -3,7 +3,8 @@
 // trans_a, a[·,K,M]ᵀ (likewise b). An operand whose batch extent is 1 is broadcast over c's batch.
 // beta = 0 overwrites c without reading it; beta = 1 accumulates (c += op(a) · op(b)).
 // a and b may be stored as bf16 or f16 (EA, EB: f32 × bf16/f16, a weight stored for inference, or both 16-bit),
-// read as float; c and the accumulation are f32.
+// read as float; c and the accumulation are f32. On the host's GEMM (HostMatmul) b may also be q8_0 or q4_0, a
+// weight [N, K] read transposed (its blocks widened as it is packed); the GPU's GEMM takes f32, bf16 and f16.
 #include <Kokkos_Core.hpp>
 #include <algorithm>
 #include <cstddef>
@@ -31,7 +32,8 @@ template <class Space, class Tune = Tuning<Space>, class EA = float, class EB = 
 void matmul_forward(const Tensor3<Space>& c, const Same<ConstTensor3Of<Space, EA>>& a,
                     const Same<ConstTensor3Of<Space, EB>>& b, bool trans_a, bool trans_b, float alpha, float beta,
                     MatmulImpl impl = MatmulImpl::portable) {
-  static_assert(Element<EA>::block == 1 && Element<EB>::block == 1, "the GEMM takes f32, bf16 and f16");
+  static_assert(Element<EA>::block == 1 && (Element<EB>::block == 1 || !Tune::matmul::register_tiled),
+                "the GEMM takes a in f32, bf16 and f16; b also in q8_0 and q4_0 on the host");
   const int batches = static_cast<int>(c.extent(0));
   const int M = static_cast<int>(c.extent(1)), N = static_cast<int>(c.extent(2));
   if (batches == 0 || M == 0 || N == 0) return;

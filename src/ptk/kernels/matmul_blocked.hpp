@@ -2,12 +2,14 @@
 // The host's GEMM (Tune::matmul::register_tiled == false; tuning.hpp, HostMatmul): Goto/BLIS-style
 // cache blocks of c, op(a) and op(b) packed slab by slab into team scratch, register micro-tiles.
 // c[B,M,N] = alpha · op(a) · op(b) + beta · c as matmul.hpp states it; a and b stored as EA and EB (f32, bf16,
-// f16: packing reads them as float, load.hpp), c and every sum in f32.
+// f16: packing reads them as float, load.hpp; b also q8_0 or q4_0 when transposed, a weight [N, K] whose blocks lie
+// along k), c and every sum in f32.
 #include <Kokkos_Core.hpp>
 
 #include <algorithm>
 #include <cstddef>
 
+#include "ptk/core/dtype_name.hpp"
 #include "ptk/core/tensor.hpp"
 #include "ptk/kernels/detail/load.hpp"
 #include "ptk/kernels/detail/memory_hints.hpp"
@@ -21,8 +23,10 @@ namespace ptk::kernels {
 // into c keeps every fp32 partial sum ~ chunk + slab/chunk + K/slab additions deep, not K.
 template <class Space, class Tune, class EA = float, class EB = float>
 struct MatmulBlocked {
-  static_assert(Element<EA>::block == 1 && Element<EB>::block == 1, "one value per item: a pointer steps over values");
+  static_assert(Element<EA>::block == 1, "a: one value per item, a pointer steps over values");
   using Tiles = typename Tune::matmul;
+  // A quantized b is read transposed only (pack_rows): slabs start on whole blocks, tiles on half blocks.
+  static_assert(Element<EB>::block == 1 || Tiles::slab % Element<EB>::block == 0, "slabs of whole blocks");
   static constexpr int MR = Tiles::micro_rows, NR = Tiles::micro_cols;
   // Summation depth: k is summed in chunks of `chunk`, chunks into a slab sum, slab sums into c.
   static constexpr int chunk = Tiles::chunk;
@@ -86,20 +90,23 @@ struct MatmulBlocked {
       }
       // Pack op(b)[k0 .. k0+kc, j0 .. j0+cols], zero-padded to whole column panels.
       if (!trans_b) {
-        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, kc), [&](int k) {
-          const EB* src = b_mat + static_cast<std::size_t>(k0 + k) * ldb + j0;
-          const int full_panels = cols / NR;
-          for (int q = 0; q < full_panels; ++q) {
-            float* dst = b_pack + (static_cast<std::size_t>(q) * kc + k) * NR;
-            for (int j = 0; j < NR; ++j) dst[j] = load(src, q * NR + j);
-          }
-          for (int q = full_panels; q < col_panels; ++q) {
-            float* dst = b_pack + (static_cast<std::size_t>(q) * kc + k) * NR;
-            for (int j = 0; j < NR; ++j) dst[j] = q * NR + j < cols ? load(src, q * NR + j) : 0.0f;
-          }
-        });
-      } else {  // b stored transposed (a weight [N, K])
-        pack_rows<NR>(team, b_mat + static_cast<std::size_t>(j0) * ldb + k0, ldb, cols, col_panels, kc, b_pack);
+        if constexpr (Element<EB>::block == 1) {
+          Kokkos::parallel_for(Kokkos::TeamThreadRange(team, kc), [&](int k) {
+            const EB* src = b_mat + static_cast<std::size_t>(k0 + k) * ldb + j0;
+            const int full_panels = cols / NR;
+            for (int q = 0; q < full_panels; ++q) {
+              float* dst = b_pack + (static_cast<std::size_t>(q) * kc + k) * NR;
+              for (int j = 0; j < NR; ++j) dst[j] = load(src, q * NR + j);
+            }
+            for (int q = full_panels; q < col_panels; ++q) {
+              float* dst = b_pack + (static_cast<std::size_t>(q) * kc + k) * NR;
+              for (int j = 0; j < NR; ++j) dst[j] = q * NR + j < cols ? load(src, q * NR + j) : 0.0f;
+            }
+          });
+        }
+      } else {  // b stored transposed (a weight [N, K]; ldb and the slab's start in items: blocks for q8_0, q4_0)
+        pack_rows<NR>(team, b_mat + static_cast<std::size_t>(j0) * ldb + k0 / Element<EB>::block, ldb, cols,
+                      col_panels, kc, b_pack);
       }
       team.team_barrier();
 
@@ -146,7 +153,9 @@ struct MatmulBlocked {
   // operand whose rows become the panels' columns (a untransposed, P = MR; b transposed, P = NR). Whole 16 x 16 tiles
   // are read transposed (load.hpp), the ragged edges value by value, and the next 16 rows are fetched ahead: a slab's
   // stretch of a row is too short a run for the hardware prefetcher. Packing one value at a time, strided, was most of
-  // a 16-row GEMM's time (docs/benchmarks.md, "The GEMM for prefill rows").
+  // a 16-row GEMM's time (docs/benchmarks.md, "The GEMM for prefill rows"). src and ld count items: for q8_0 and q4_0
+  // blocks, src a row's first block of the slab; a tile's 16 values of a row are then half a block, widened first
+  // (load_lanes) into an f32 tile that is transposed as f32 is, so the pack holds the values to_f32 would give.
   template <int P, class E>
   KOKKOS_INLINE_FUNCTION void pack_rows(const Team& team, const E* src, int ld, int rows, int panels, int kc,
                                         float* pack) const {
@@ -159,8 +168,15 @@ struct MatmulBlocked {
       for (int r = r0 + 16; r < r0 + 32 && r < rows; ++r) prefetch_span(src + static_cast<std::size_t>(r) * ld, kc);
       int k = 0;
       if (r0 + 16 <= rows)
-        for (; k + 16 <= kc; k += 16)
-          load_transposed_16(src + static_cast<std::size_t>(r0) * ld + k, ld, at(r0, k), at(r0 + 8, k), P);
+        for (; k + 16 <= kc; k += 16) {
+          if constexpr (Element<E>::block == 1) {
+            load_transposed_16(src + static_cast<std::size_t>(r0) * ld + k, ld, at(r0, k), at(r0 + 8, k), P);
+          } else {
+            float tile[16][16];
+            for (int j = 0; j < 16; ++j) load_lanes<16, 1>(src + static_cast<std::size_t>(r0 + j) * ld, k, 0, tile[j]);
+            load_transposed_16(&tile[0][0], 16, at(r0, k), at(r0 + 8, k), P);
+          }
+        }
       for (int r = r0; r < r0 + 16 && r < panels * P; ++r)
         for (int kk = k; kk < kc; ++kk) *at(r, kk) = r < rows ? load(src + static_cast<std::size_t>(r) * ld, kk) : 0.0f;
     });
@@ -194,6 +210,9 @@ void matmul_blocked(const Tensor3<Space>& c, const ConstTensor3Of<Space, EA>& a,
   const int K = static_cast<int>(trans_a ? a.extent(1) : a.extent(2));
   using Kernel = MatmulBlocked<Space, Tune, EA, EB>;
   using Tiles = typename Kernel::Tiles;
+  if constexpr (Element<EB>::block > 1)
+    require(trans_b && !trans_a && K == static_cast<int>(b.extent(2)) * Element<EB>::block, "matmul: a ",
+            dtype_name(Element<EB>::dtype), " b is a weight [N, K] read transposed, K whole blocks");
   // Fewest blocks that fit the tile limits, then (where the league is small) a few more if that
   // shortens the slowest team's share: e.g. 9 equal blocks on 2 threads run as 5 + 4.
   const int min_rb = (M + Tiles::block_rows - 1) / Tiles::block_rows;

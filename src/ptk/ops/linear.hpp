@@ -50,9 +50,9 @@ void linear_accumulate(const Tensor<Space>& y, const Tensor<Space>& x, const Ten
 }
 
 // W stored as E (bf16, f16, q8_0, q4_0: dtype.hpp). A decode product reads W as stored (the decode kernel over E);
-// more rows take the GEMM over W as stored for bf16 and f16 (kernels/matmul_stored.hpp), and for q8_0 and q4_0
-// the f32 GEMM on W converted to f32 for the call (one pass over W, next to the GEMM's M·N·K FMAs). Against q8_0 and
-// q4_0, x is rounded to int8 blocks on both paths (kernels/quantize_activations.hpp), as llama.cpp rounds it.
+// more rows take the GEMM over W as stored (kernels/matmul_stored.hpp: q8_0 and q4_0 blocks widened as the host's
+// GEMM packs them), or, on a GPU, the f32 GEMM on q8_0 and q4_0 W converted for the call. Against q8_0 and q4_0, x is
+// rounded to int8 blocks on both paths (kernels/quantize_activations.hpp), as llama.cpp rounds it.
 namespace detail {
 template <class Space, class Tune, class E>
 void stored_linear_into(const char* op, const Tensor<Space>& y, const Tensor<Space>& x, const Tensor<Space, E>& w,
@@ -71,7 +71,14 @@ void stored_linear_into(const char* op, const Tensor<Space>& y, const Tensor<Spa
       // x rounded to its int8 blocks first, as the decode kernel rounds it: every path multiplies the same values.
       const auto xq = Tensor<Space>::uninitialized(x.shape(), "ptk::linear_x_int8");
       kernels::quantize_activations<Space>(xq.rows(), x.rows());
-      return linear_into<Space, Tune>(op, y, xq, to_f32(w), b, accumulate);
+      if constexpr (Tune::matmul::register_tiled) {
+        return linear_into<Space, Tune>(op, y, xq, to_f32(w), b, accumulate);
+      } else {
+        kernels::matmul_quantized_weight<Space, Tune, E>(y.batched_matrices(), xq.batched_matrices(),
+                                                         w.batched_matrices(), 1.0f, accumulate ? 1.0f : 0.0f);
+        if (b.defined()) kernels::bias_forward<Space>(y.rows(), y.rows(), b.flat());
+        return;
+      }
     } else {
       const auto y3 = y.batched_matrices();
       kernels::matmul_forward<Space, Tune, float, E>(y3, x.batched_matrices(), w.batched_matrices(), false, true, 1.0f,
