@@ -54,14 +54,23 @@ Counts count(int layers, int prompt) {
   return counts;
 }
 
-// Events by label in `more` beyond those in `fewer`; with `ptk_only`, only ptk's own kernels (labels "ptk::…"), not
-// what Kokkos launches inside a deep copy or a view's initialization (which differs between Kokkos 3 and 4).
+// Whether a launch is one of the layer's own: ptk's kernels (labels "ptk::…"), not what Kokkos launches inside a
+// deep copy or a view's initialization (which differs between Kokkos 3 and 4), and not, in a build without NDEBUG
+// (the debug preset), the NaN fill of every uninitialized tensor (core/tensor.hpp: 18-19 "ptk::fill" a layer).
+bool counted(const std::string& label) {
+#if !defined(NDEBUG)
+  if (label == "ptk::fill") return false;
+#endif
+  return label.rfind("ptk::", 0) == 0;
+}
+
+// Events by label in `more` beyond those in `fewer`; with `launches_only`, only those `counted`.
 std::map<std::string, int> difference(const std::map<std::string, int>& more, const std::map<std::string, int>& fewer,
-                                      bool ptk_only = false) {
+                                      bool launches_only = false) {
   std::map<std::string, int> out = more;
   for (const auto& [label, n] : fewer) out[label] -= n;
   for (auto it = out.begin(); it != out.end();)
-    it = it->second == 0 || (ptk_only && it->first.rfind("ptk::", 0) != 0) ? out.erase(it) : std::next(it);
+    it = it->second == 0 || (launches_only && !counted(it->first)) ? out.erase(it) : std::next(it);
   return out;
 }
 
