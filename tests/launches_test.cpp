@@ -35,7 +35,7 @@ Counts count(int layers, int prompt) {
   const nn::Decoder model(config, ag::Device::host, 5);
   std::vector<int> ids(static_cast<std::size_t>(prompt));
   for (int i = 0; i < prompt; ++i) ids[static_cast<std::size_t>(i)] = (3 * i + 1) % config.vocab_size;
-  Watch watch;
+  Watch watch(/*launches=*/true);
   ag::ReuseBuffers reuse;
   Counts counts;
   for (int run = 0; run < 2; ++run) {
