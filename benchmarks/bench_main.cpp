@@ -93,6 +93,7 @@ int main(int argc, char** argv) {
               << "; for host numbers (PTK_DEVICE=host) use the cpu build\n";
     return 2;
   }
+  if (!ptk::runtime::backend_choice_fits("ptk_bench")) return 2;
   if (const int status = ptk::runtime::check_can_initialize("ptk_bench")) return status;
   // ---------------------------------------------------------------------------------------------
   Kokkos::ScopeGuard kokkos(n, args.data());

@@ -67,7 +67,9 @@ done
 # where the CPU has them), as ptk itself is; cpu-portable targets baseline x86-64 for binaries
 # that must run on other machines.
 kokkos_config() {
-  local common=(-G Ninja -DCMAKE_CXX_STANDARD=17 -DCMAKE_CXX_EXTENSIONS=OFF -DKokkos_ENABLE_SERIAL=ON)
+  # Position-independent: a preset links Kokkos into its backend module, a shared object (docs/design.md,
+  # "Backends chosen at run time").
+  local common=(-G Ninja -DCMAKE_CXX_STANDARD=17 -DCMAKE_CXX_EXTENSIONS=OFF -DKokkos_ENABLE_SERIAL=ON -DCMAKE_POSITION_INDEPENDENT_CODE=ON)
   local native=-DCMAKE_CXX_FLAGS=-march=native
   case "$flavour" in
     cpu) echo "${common[@]} -DCMAKE_BUILD_TYPE=Release -DKokkos_ENABLE_OPENMP=ON $native" ;;

@@ -18,8 +18,22 @@ log() { printf '[check_install %s] %s\n' "$preset" "$*"; }
 log "building and installing $build into $tmp/prefix"
 targets=(ptk_lib ptk_text)
 [ "$(cache_value PTK_BUILD_TOOLS)" = OFF ] || targets+=(ptk_cli)  # what gets installed; tests and sweeps are not
+module=$([ "$(cache_value PTK_BUILD_TOOLS)" != OFF ] && [ "$(cache_value PTK_BUILD_BACKEND_MODULE)" = ON ] && echo yes || true)
+[ -z "$module" ] || targets+=(ptk_backend ptk_launcher)
 cmake --build "$build" --target "${targets[@]}" >/dev/null
 cmake --install "$build" --prefix "$tmp/prefix" >"$tmp/install.log"
+
+# The installed ptk is the launcher: it finds this preset's backend module in lib/ptk/backends. A CPU preset's is
+# chosen by auto; a GPU preset's alone has nothing to run here (exit 2, each backend's reason on the line).
+if [ -n "$module" ]; then
+  if "$tmp/prefix/bin/ptk" info >"$tmp/info" 2>&1; then
+    grep -q "^  auto chooses: cpu$" "$tmp/info" || { cat "$tmp/info"; log "installed ptk info: auto did not choose cpu"; exit 1; }
+    log "installed bin/ptk: $(grep -c "^  ✓" "$tmp/info") backend(s) usable; auto chooses cpu"
+  else
+    grep -q "no backend can run here" "$tmp/info" || { cat "$tmp/info"; exit 1; }
+    log "installed bin/ptk: $(tail -1 "$tmp/info")"
+  fi
+fi
 
 # Only the install prefix is given: Kokkos and Kokkos Kernels are found through the hints in
 # ptkConfig.cmake. The environment is the preset's (the cuda presets restrict PATH to CUDA 11.8).
@@ -42,5 +56,16 @@ else
     log "built; not run (exit 2: this machine has no GPU for the $preset build)"
   else
     log "the consumer failed (exit $status)"; exit 1
+  fi
+fi
+# The same op through ptk::runtime, the backend chosen when it runs (auto: the cpu module of a CPU preset; a GPU
+# preset's install alone has no backend that runs here: exit 2 and its reasons).
+if [ -n "$module" ]; then
+  if "$tmp/consumer/ptk_consumer_rt"; then
+    log "ok (ptk::runtime)"
+  else
+    status=$?
+    [ $status -eq 2 ] && [ -n "${env_vars[*]}" ] || { log "ptk_consumer_rt failed (exit $status)"; exit 1; }
+    log "ptk_consumer_rt: exit 2, no backend of this install runs here (a $preset install alone)"
   fi
 fi

@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   if (!::testing::GTEST_FLAG(list_tests)) {
     mpi.emplace(&argc, &argv);
     if (ptk::runtime::device_from_env("ptk_tests").empty()) return 2;
+    if (!ptk::runtime::backend_choice_fits("ptk_tests")) return 2;  // PTK_BACKEND names this build's or auto
     if (const int status = ptk::runtime::check_can_initialize("ptk_tests")) return status;
     // PTK_TUNING=gpu: OpenMP runs the GPU tuning (parity.hpp, the autograd); its teams need that many threads.
     if (ptk::runtime::tuning_from_env("ptk_tests").empty()) return 2;

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "cli_checks.hpp"
+#include "build_facts.hpp"
 #include "commands.hpp"
 #include "ptk/core/cpu_features.hpp"
 #include "ptk/core/runtime.hpp"
@@ -28,9 +29,8 @@
 #include "ptk/nn/model_files.hpp"
 
 namespace ptk::tools {
-namespace {
 
-std::string backends() {
+std::string kokkos_backends() {
   std::string s;
   const auto add = [&](const char* name) { s += (s.empty() ? "" : ", ") + std::string(name); };
 #if defined(KOKKOS_ENABLE_CUDA)
@@ -117,6 +117,8 @@ std::string compiled_isa() {
 #endif
   return std::string(isa) + (here ? "" : " (this CPU lacks it)");
 }
+
+namespace {
 
 std::string gib(double bytes) {
   char buf[32];
@@ -283,7 +285,7 @@ int info_command(const Args& args, bool kokkos_started) {
   std::cout << "ptk " PTK_VERSION << "\n\nKokkos configuration\n";
   row("version", std::to_string(KOKKOS_VERSION / 10000) + '.' + std::to_string(KOKKOS_VERSION / 100 % 100) + '.' +
                      std::to_string(KOKKOS_VERSION % 100));
-  row("backends", backends());
+  row("backends", kokkos_backends());
   row("architectures", kokkos_archs());
   row("host ISA compiled for", compiled_isa());
 #if defined(KOKKOS_ENABLE_DEBUG_BOUNDS_CHECK)

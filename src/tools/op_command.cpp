@@ -200,7 +200,21 @@ void check_counts(const OpEntry& op, const OpLine& line, const std::string& wher
   }
 }
 
-// Every input read and checked (ids fit an int, nothing empty) before the op runs.
+// Input i (from `label`: a file, or "input i") holds ids that fit an int and is not empty.
+void check_input(const OpEntry& op, std::size_t i, const HostInputs& arrays, const std::string& label,
+                 const std::string& where) {
+  const OpInput& input = op.inputs[i];
+  if (input.index)
+    for (auto id : arrays.ids[i].data)
+      if (id < INT_MIN || id > INT_MAX)
+        throw UsageError{where + input.name + " (" + label + ") holds " + std::to_string(id) +
+                         ", which does not fit a 32-bit int"};
+  const auto& shape = input.index ? arrays.ids[i].shape : arrays.arrays[i].shape;
+  for (auto d : shape)
+    if (d == 0) throw UsageError{where + input.name + " (" + label + ") is empty, shape " + io::format_shape(shape)};
+}
+
+// Every input read and checked before the op runs.
 HostInputs read_inputs(const OpEntry& op, const std::vector<std::string>& paths, io::NpyDtype dtype,
                        const std::string& where) {
   HostInputs arrays;
@@ -208,21 +222,20 @@ HostInputs read_inputs(const OpEntry& op, const std::vector<std::string>& paths,
   for (std::size_t i = 0; i < paths.size(); ++i) {
     arrays.arrays.emplace_back();
     arrays.ids.emplace_back();
-    const OpInput& input = op.inputs[i];
-    if (input.index) {
-      arrays.ids.back() = io::read_npy_ids(paths[i]);
-      for (auto id : arrays.ids.back().data)
-        if (id < INT_MIN || id > INT_MAX)
-          throw UsageError{where + input.name + " (" + paths[i] + ") holds " + std::to_string(id) +
-                           ", which does not fit a 32-bit int"};
-    } else {
-      arrays.arrays.back() = dtype == io::NpyDtype::f32 ? io::read_npy(paths[i]) : io::read_npy(paths[i], dtype);
-    }
-    const auto& shape = input.index ? arrays.ids.back().shape : arrays.arrays.back().shape;
-    for (auto d : shape)
-      if (d == 0) throw UsageError{where + input.name + " (" + paths[i] + ") is empty, shape " + io::format_shape(shape)};
+    if (op.inputs[i].index) arrays.ids.back() = io::read_npy_ids(paths[i]);
+    else arrays.arrays.back() = dtype == io::NpyDtype::f32 ? io::read_npy(paths[i]) : io::read_npy(paths[i], dtype);
+    check_input(op, i, arrays, paths[i], where);
   }
   return arrays;
+}
+
+const OpEntry& known_op(const std::string& name) {
+  if (name.empty()) throw UsageError{"op needs an op name (ptk op --help lists them)"};
+  const OpEntry* spec = find_op(name);
+  if (spec) return *spec;
+  std::vector<std::string> known;
+  for (const auto& o : op_registry()) known.push_back(o.name);
+  throw UsageError{"unknown op '" + name + "' (known: " + join(known) + ")"};
 }
 
 }  // namespace
@@ -236,14 +249,7 @@ int op_command(const Args& args) {
     for (const auto& o : op_registry()) std::cout << o.name << '\n';
     return 0;
   }
-  if (line.name.empty()) throw UsageError{"op needs an op name (ptk op --help lists them)"};
-  const OpEntry* spec = find_op(line.name);
-  if (!spec) {
-    std::vector<std::string> known;
-    for (const auto& o : op_registry()) known.push_back(o.name);
-    throw UsageError{"unknown op '" + line.name + "' (known: " + join(known) + ")"};
-  }
-  const OpEntry& op = *spec;
+  const OpEntry& op = known_op(line.name);
   const std::string where = "op " + op.name + ": ";
   const io::NpyDtype dtype = take_dtype(line.sets, where);
   const auto values = settings_of(op, line.sets, where);
@@ -259,6 +265,19 @@ int op_command(const Args& args) {
   results.resize(line.outputs.size());  // optional saved statistics nobody asked for
   write_all(op, line.outputs, results, dtype);
   return 0;
+}
+
+OpResults run_in_memory(const std::string& name, HostInputs inputs, std::vector<std::string> sets) {
+  const OpEntry& op = known_op(name);
+  const std::string where = "op " + op.name + ": ";
+  if (inputs.arrays.size() != op.inputs.size() || inputs.ids.size() != op.inputs.size())
+    throw UsageError{where + "expects " + std::to_string(op.inputs.size()) + " inputs (" + join(names(op.inputs)) +
+                     "), got " + std::to_string(std::max(inputs.arrays.size(), inputs.ids.size()))};
+  inputs.dtype = take_dtype(sets, where);
+  if (inputs.dtype != io::NpyDtype::f32) throw UsageError{where + "the library API runs float32 (dtype=f32)"};
+  const Settings settings(op, settings_of(op, sets, where));
+  for (std::size_t i = 0; i < op.inputs.size(); ++i) check_input(op, i, inputs, "input " + std::to_string(i), where);
+  return op.run_default(inputs, settings);
 }
 
 }  // namespace ptk::tools

@@ -78,6 +78,12 @@ struct OpEntry {
 
 // Every op, in the op table's order (`ptk op --help` lists them so).
 const std::vector<OpEntry>& op_registry();
+
+// An op run on float32 arrays in memory, on the default execution space (a backend module's library API,
+// backend_module.cpp), after `ptk op`'s checks: the name, the input count, the keys and values ("key=value"),
+// empty inputs, ids past an int. At position i, inputs.arrays[i] or inputs.ids[i] as in HostInputs. Throws
+// UsageError (op_command.cpp).
+OpResults run_in_memory(const std::string& name, HostInputs inputs, std::vector<std::string> sets);
 const OpEntry* find_op(const std::string& name);
 
 }  // namespace ptk::tools

@@ -32,6 +32,30 @@ const char* gpu_backend() {
 #endif
 }
 
+const char* backend_name() {
+#if defined(KOKKOS_ENABLE_CUDA)
+  return "cuda";
+#elif defined(KOKKOS_ENABLE_HIP)
+  return "hip";
+#else
+  return "cpu";
+#endif
+}
+
+bool backend_choice_fits(const std::string& program, const std::string& flag) {
+  const char* env = std::getenv("PTK_BACKEND");
+  const std::string choice = !flag.empty() ? flag : env && *env ? env : "auto";
+  const char* from = !flag.empty() ? "--backend" : "PTK_BACKEND";
+  if (choice != "auto" && choice != "cpu" && choice != "cuda" && choice != "hip") {
+    std::cerr << program << ": " << from << " is '" << choice << "'; expected auto, cpu, cuda or hip\n";
+    return false;
+  }
+  if (choice == "auto" || choice == backend_name()) return true;
+  std::cerr << program << ": " << from << " " << choice << ": this program is a one-backend build (" << backend_name()
+            << "); an install's ptk chooses among the backends installed (docs/design.md, \"Backends chosen at run time\")\n";
+  return false;
+}
+
 GpuProbe probe_gpus(bool details) {
   GpuProbe probe;
 #if defined(KOKKOS_ENABLE_CUDA)
@@ -39,6 +63,9 @@ GpuProbe probe_gpus(bool details) {
   int n = 0;
   if (const cudaError_t e = cudaGetDeviceCount(&n); e != cudaSuccess) {
     probe.error = std::string("cudaGetDeviceCount: ") + cudaGetErrorString(e);
+    probe.problem = e == cudaErrorNoDevice ? GpuProblem::no_device
+                    : e == cudaErrorInsufficientDriver || e == cudaErrorSystemDriverMismatch ? GpuProblem::driver
+                                                                                              : GpuProblem::init;
     cudaGetLastError();  // reset the last-error state for whoever calls the runtime next
     return probe;
   }
@@ -56,8 +83,17 @@ GpuProbe probe_gpus(bool details) {
              std::to_string(p.major) + "." + std::to_string(p.minor) + ")";
     d.total_bytes = p.totalGlobalMem;
     d.multiprocessors = p.multiProcessorCount;
+    d.integrated = p.integrated != 0;
     std::size_t free_b = 0, total_b = 0;
-    if (cudaSetDevice(i) == cudaSuccess && cudaMemGetInfo(&free_b, &total_b) == cudaSuccess) d.free_bytes = free_b;
+    cudaError_t e = cudaSetDevice(i);
+    if (e == cudaSuccess) e = cudaMemGetInfo(&free_b, &total_b);  // creates the device's context
+    if (e == cudaSuccess) {
+      d.free_bytes = free_b;
+    } else if (probe.problem == GpuProblem::none) {
+      probe.problem = GpuProblem::init;
+      probe.error = "device " + std::to_string(i) + ": cudaMemGetInfo: " + cudaGetErrorString(e);
+      cudaGetLastError();
+    }
     probe.devices.push_back(d);
   }
   cudaSetDevice(current);
@@ -66,6 +102,8 @@ GpuProbe probe_gpus(bool details) {
   int n = 0;
   if (const hipError_t e = hipGetDeviceCount(&n); e != hipSuccess) {
     probe.error = std::string("hipGetDeviceCount: ") + hipGetErrorString(e);
+    probe.problem = e == hipErrorNoDevice ? GpuProblem::no_device
+                    : e == hipErrorInsufficientDriver ? GpuProblem::driver : GpuProblem::init;
     return probe;
   }
   probe.count = n;
@@ -81,15 +119,26 @@ GpuProbe probe_gpus(bool details) {
     d.arch = p.gcnArchName;
     d.total_bytes = p.totalGlobalMem;
     d.multiprocessors = p.multiProcessorCount;
+    d.integrated = p.integrated != 0;
     std::size_t free_b = 0, total_b = 0;
-    if (hipSetDevice(i) == hipSuccess && hipMemGetInfo(&free_b, &total_b) == hipSuccess) d.free_bytes = free_b;
+    hipError_t e = hipSetDevice(i);
+    if (e == hipSuccess) e = hipMemGetInfo(&free_b, &total_b);
+    if (e == hipSuccess) {
+      d.free_bytes = free_b;
+    } else if (probe.problem == GpuProblem::none) {
+      probe.problem = GpuProblem::init;
+      probe.error = "device " + std::to_string(i) + ": hipMemGetInfo: " + hipGetErrorString(e);
+    }
     probe.devices.push_back(d);
   }
   (void)hipSetDevice(current);
 #else
   (void)details;
 #endif
-  if (probe.built && probe.count == 0 && probe.error.empty()) probe.error = "the runtime reports 0 devices";
+  if (probe.built && probe.count == 0 && probe.error.empty()) {
+    probe.error = "the runtime reports 0 devices";
+    probe.problem = GpuProblem::no_device;
+  }
   return probe;
 }
 

@@ -25,18 +25,32 @@ struct GpuDevice {
   std::size_t total_bytes = 0;
   std::size_t free_bytes = 0;    // 0 when not asked for (querying it creates a context)
   int multiprocessors = 0;       // SMs (CUDA) or compute units (HIP)
+  bool integrated = false;       // shares the host's memory (an APU, a Jetson)
 };
+
+// Why a GPU build's runtime offers no usable device.
+enum class GpuProblem { none, no_device, driver, init };
 
 struct GpuProbe {
   bool built = false;            // the build has a GPU backend
   int count = 0;                 // devices the runtime reports (0 on any runtime error)
   std::string error;             // the runtime's message when it reported none, e.g. "no CUDA-capable device is detected"
+  GpuProblem problem = GpuProblem::none;  // init: a device could not be opened (with `details` only)
   std::vector<GpuDevice> devices;
 };
 
 // Counts the devices of the built GPU backend; with `details`, also reads each device's
 // properties and free memory. Safe before and after Kokkos::initialize.
 GpuProbe probe_gpus(bool details = false);
+
+// What --backend and PTK_BACKEND call this build's backend: "cuda", "hip" or "cpu".
+const char* backend_name();
+
+// The backend a one-backend program (build/<preset>/ptk, ptk_tests, ptk_bench) was asked for: `flag` (--backend),
+// else PTK_BACKEND, else auto. True for auto and for this build's own name; otherwise prints one line (an unknown
+// name, or a backend this build does not have: only an install's launcher chooses among several) and returns
+// false (the caller exits 2).
+bool backend_choice_fits(const std::string& program, const std::string& flag = "");
 
 // True when the build has a GPU backend and the machine offers it no device.
 bool gpu_build_without_gpu();

@@ -1,0 +1,53 @@
+#pragma once
+// Finding, probing and choosing the backend modules of an install, for the launcher and the library API
+// (docs/design.md, "Backends chosen at run time"). No Kokkos here: each module carries its own, and is asked
+// about its devices in a child process.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ptk/rt/abi.h"
+
+namespace ptk::rt {
+
+// The backends --backend names, in the order `auto` tries them: a GPU when one works, the CPU always.
+const std::vector<std::string>& backend_order();
+
+// Why a backend was skipped, from the first check it failed.
+enum class Skip {
+  none,             // usable
+  not_built,        // no module file in the directories searched
+  library_missing,  // the module, or a library it needs, does not load (absent, truncated, not a ptk module)
+  driver_missing,   // the GPU driver's library is absent or too old for the runtime
+  no_device,        // the runtime works and sees no device
+  init_failed,      // a device is there and did not open, or the probe crashed or hung
+  too_little_memory // the device's free memory is below the run's estimate
+};
+const char* skip_name(Skip skip);
+
+struct Candidate {
+  std::string name;    // cuda, hip, cpu
+  std::string module;  // the file found ("" when none)
+  Skip skip = Skip::not_built;
+  std::string reason;  // the details behind `skip`, in the words of whatever failed
+  bool probed = false; // `probe` holds the module's answer
+  ptk_backend_info probe{};
+};
+
+// Where modules are looked for: the directories in PTK_BACKEND_PATH (colon-separated) when it is set, else
+// `fallback`.
+std::vector<std::string> module_dirs(const std::vector<std::string>& fallback);
+
+// Finds NAME's module and probes it in a child process. need_bytes > 0: the run's memory estimate, which
+// device 0's free memory must hold.
+Candidate examine(const std::string& name, const std::vector<std::string>& dirs, std::uint64_t need_bytes = 0);
+
+// The backends examined for `wanted` ("auto", "cpu", "cuda", "hip"), in backend_order(), and the one chosen:
+// auto's first usable one, or the one named when it is usable. every: examine all three (ptk info lists them).
+struct Selection {
+  std::vector<Candidate> seen;
+  const Candidate* chosen = nullptr;  // into seen; null when none can run
+};
+Selection select(const std::string& wanted, const std::vector<std::string>& dirs, bool every = false);
+
+}  // namespace ptk::rt
