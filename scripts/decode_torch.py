@@ -3,7 +3,7 @@
 context, for the same models (GPT-2 layout, byte vocabulary of 256, block 1024), contexts and batches; and the
 comparison table against ptk_bench's JSON of the same sweep.
 
-usage: scripts/decode_torch.py [--quick] [--threads N] [--min-time S] [--out FILE] [--ptk PTK_JSON]
+usage: scripts/decode_torch.py [--quick] [--threads N] [--min-time S] [--device cpu|cuda] [--out FILE] [--ptk PTK_JSON]
 
 The step is what ptk's is: embed the new token (and its position), per layer layernorm, qkv projection, the
 new key and value written into a preallocated cache at position ctx - 1 (as a static KV cache does: no
@@ -33,7 +33,7 @@ VOCAB, BLOCK = 256, 1024
 
 
 class Gpt2Decoder:
-    def __init__(self, layers, heads, width, batch, ctx, seed=1):
+    def __init__(self, layers, heads, width, batch, ctx, seed=1, device="cpu"):
         g = torch.Generator().manual_seed(seed)
         n = lambda *shape: torch.randn(*shape, generator=g) * 0.02
         C = width
@@ -50,6 +50,12 @@ class Gpt2Decoder:
         self.v = [torch.randn(batch, heads, ctx, self.D, generator=g) for _ in range(layers)]
         self.ctx, self.batch = ctx, batch
         self.scale = 1.0 / math.sqrt(self.D)
+        self.device = device
+        if device != "cpu":  # drawn on the CPU (the same values as there), then moved
+            to = lambda t: t.to(device)
+            self.wte, self.wpe, self.lnf_w, self.lnf_b = map(to, (self.wte, self.wpe, self.lnf_w, self.lnf_b))
+            self.blocks = [{k: to(v) for k, v in blk.items()} for blk in self.blocks]
+            self.k, self.v = [to(t) for t in self.k], [to(t) for t in self.v]
 
     def step(self, ids):
         B, C, H, D, pos = self.batch, self.C, self.H, self.D, self.ctx - 1
@@ -73,13 +79,16 @@ class Gpt2Decoder:
 
 
 def measure(model, min_time):
-    ids = torch.ones(model.batch, dtype=torch.long)
+    ids = torch.ones(model.batch, dtype=torch.long, device=model.device)
+    sync = torch.cuda.synchronize if model.device != "cpu" else (lambda: None)
     for _ in range(3):
         model.step(ids)
+    sync()
     iters, start = 0, time.perf_counter()
     while True:
         model.step(ids)
         iters += 1
+        sync()  # a GPU step is timed to its end; the multinomial draw also waits for it, as ptk's does
         elapsed = time.perf_counter() - start
         if elapsed >= min_time and iters >= 5:
             return elapsed / iters
@@ -120,7 +129,7 @@ def sweep(args):
         for name, (L, H, C) in MODELS.items():
             for ctx in contexts:
                 for B in batches:
-                    model = Gpt2Decoder(L, H, C, B, ctx)
+                    model = Gpt2Decoder(L, H, C, B, ctx, device=args.device)
                     seconds = measure(model, args.min_time)
                     shape = f"model={name},ctx={ctx},B={B}"
                     bytes_ = 4.0 * (model.parameters() + 2.0 * L * B * ctx * C)
@@ -139,6 +148,7 @@ def main():
     ap.add_argument("--min-time", type=float, default=0.5, help="seconds timed per point (default 0.5)")
     ap.add_argument("--out", help="write the results as Google Benchmark-style JSON")
     ap.add_argument("--ptk", help="ptk_bench --benchmark_out JSON of the decode sweep: print the comparison table")
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="where PyTorch runs (default cpu)")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
@@ -147,15 +157,20 @@ def main():
         return 0
     rows = sweep(args)
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
+    if args.device != "cpu":  # no OpenBLAS on a GPU: one measurement
+        env = None
     child = [sys.executable, __file__, "--child", "--threads", str(args.threads), "--min-time", str(args.min_time)]
     child += ["--quick"] if args.quick else []
-    for other in json.loads(subprocess.run(child, env=env, check=True, stdout=subprocess.PIPE, text=True).stdout):
+    others = [] if env is None else json.loads(subprocess.run(child, env=env, check=True, stdout=subprocess.PIPE,
+                                                              text=True).stdout)
+    for other in others:
         mine = next(r for r in rows if r["name"] == other["name"])
         if other["real_time"] < mine["real_time"]:
             rows[rows.index(mine)] = other
     if args.out:
         with open(args.out, "w") as f:
-            json.dump({"context": {"torch_version": torch.__version__, "threads": args.threads}, "benchmarks": rows}, f,
+            json.dump({"context": {"torch_version": torch.__version__, "threads": args.threads, "device": args.device},
+                       "benchmarks": rows}, f,
                       indent=1)
     if args.ptk:
         print(table(args.ptk, rows))

@@ -1,32 +1,39 @@
 #!/usr/bin/env bash
-# The prepared GPU check: one call on a machine with an NVIDIA GPU, over binaries built elsewhere.
+# The prepared device check: one call on a machine with an NVIDIA GPU, over binaries built elsewhere, or the same
+# steps on this machine's CPU backend (--backend cpu) to show that it runs end to end where no GPU is lent.
 #
 #   here:  scripts/build.sh cuda && scripts/device_check.sh --pack      # copies what to carry into .device/
 #   there: scripts/device_check.sh [OUT_DIR]                            # default: $OUT, else build/device
+#   CPU:   scripts/build.sh cpu && scripts/device_check.sh --backend cpu [OUT_DIR]   # build/cpu's binaries
 #
-# There it runs, each step bounded and logged into OUT_DIR:
-#   1. nvidia-smi and `ptk info` (what Kokkos sees);
-#   2. the parity suite on the GPU (PTK_DEVICE=default ptk_tests: every kernel against the float64
-#      oracle with the GPU tuning on the real device), gtest JSON in tests.json;
+# It runs, each step bounded (timeouts; under 8 minutes in all on an H100) and logged into OUT_DIR:
+#   1. nvidia-smi (or the CPU) and `ptk info` (what Kokkos sees);
+#   2. the parity suite on the device (PTK_DEVICE=default ptk_tests: every kernel against the float64
+#      oracle with the device's own tuning), gtest JSON in tests.json;
 #   3. the quick sweep of ptk's kernels and the device copy (bench.json), decode with each KV-cache
-#      dtype (bench_kv.json), then PyTorch's ops at the same shapes on the same GPU
-#      (scripts/device_torch.py: torch.json; 16-bit GEMMs in PyTorch's 16-bit types), and a ratio
+#      dtype (bench_kv.json); on the GPU, PyTorch's ops at the same shapes on the same GPU
+#      (scripts/device_torch.py: torch.json; 16-bit GEMMs in PyTorch's 16-bit types) and a ratio
 #      table (report.md) by scripts/device_report.py;
-#   4. a short `ptk train` on the GPU (train.log), and fp32 against bf16 and f16 mixed precision over 300 steps
-#      (scripts/mixed_precision_curves.py: mixed_precision.md).
-# The carried build needs only libcudart.so.11.0 (carried) and the driver's libcuda.so.1.
+#   4. decode against PyTorch on the same device: ptk_bench's decode family (--quick) and scripts/decode_torch.py
+#      at the same models, contexts and batch (decode.md);
+#   5. a 200-step `ptk train` (train.log), and fp32 against bf16 and f16 mixed precision over 300 steps
+#      (scripts/mixed_precision_curves.py: mixed_precision.md; GPU only).
+# Everything printed goes to OUT_DIR/device_check.log; OUT_DIR/device_check.json has each step's status and
+# seconds, the parity counts and the device. The carried build needs only libcudart.so.11.0 (carried) and the
+# driver's libcuda.so.1.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
 if [ "${1:-}" = "--pack" ]; then
   build=${2:-build/cuda}
   rm -rf .device && mkdir -p .device
-  cp "$build/ptk" "$build/ptk_tests" "$build/ptk_bench" .device/
+  cp "$build/ptk" "$build/ptk_tests" "$build/ptk_bench" "$build/ptk-launcher" .device/
+  mkdir -p .device/backends && cp "$build"/backends/libptk_backend_*.so .device/backends/  # the launcher's module
   # Every shared library the binaries need that a bare GPU machine may lack, besides the driver's
   # (libcuda) and the C/C++ runtime, xz-compressed: OpenBLAS and oneDNN alone are 75 MB, over the
   # 64 MiB a call may carry.
   mkdir -p .device/lib
-  for lib in $(ldd .device/ptk .device/ptk_tests .device/ptk_bench | awk '/=> \// {print $3}' | sort -u); do
+  for lib in $(ldd .device/ptk .device/ptk_tests .device/ptk_bench .device/backends/*.so | awk '/=> \// {print $3}' | sort -u); do
     case "$(basename "$lib")" in
       libc.so* | libm.so* | libstdc++.so* | libgcc_s.so* | libpthread.so* | libdl.so* | librt.so* | ld-linux* | libcuda.so*) ;;
       *) cp -L "$lib" .device/lib/ ;;
@@ -39,47 +46,116 @@ if [ "${1:-}" = "--pack" ]; then
   exit 0
 fi
 
+backend=cuda
+if [ "${1:-}" = "--backend" ]; then
+  backend=${2:-}
+  shift 2
+fi
+case "$backend" in
+  cuda) bin=.device ptk=(.device/ptk) ;;
+  # The launcher with the cpu module, as an install runs it; the tests and sweeps of the cpu preset.
+  cpu) bin=build/cpu ptk=(env PTK_BACKEND=cpu build/cpu/ptk-launcher) ;;
+  *) echo "device_check: --backend must be cuda or cpu, got '$backend'" >&2; exit 2 ;;
+esac
 out=${1:-${OUT:-build/device}}
 mkdir -p "$out"
-[ -d .device/lib ] || tar -C .device -xJf .device/lib.tar.xz
-export LD_LIBRARY_PATH=$PWD/.device/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+exec > >(tee "$out/device_check.log") 2>&1
+if [ "$backend" = cuda ]; then
+  [ -d .device/lib ] || tar -C .device -xJf .device/lib.tar.xz
+  export LD_LIBRARY_PATH=$PWD/.device/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+fi
+[ -x "$bin/ptk_tests" ] || { echo "device_check: no $bin/ptk_tests (build it first; see the top of this script)" >&2; exit 2; }
+steps=()
 step() { echo "=== device_check: $* ($SECONDS s)"; }
+record() {  # record NAME STATUS SECONDS
+  steps+=("{\"step\": \"$1\", \"status\": $2, \"seconds\": $3}")
+  echo "--- $1: exit $2 in $3 s"
+}
+run() {  # run NAME FUNCTION: one step (the function bounds its commands with timeout), recorded
+  local name=$1 t0=$SECONDS
+  step "$name"
+  "$2"
+  record "$name" $? $((SECONDS - t0))
+}
 
-step "nvidia-smi"
-nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv | tee "$out/gpu.txt"
-step "ptk info"
-timeout 60 .device/ptk info 2>&1 | tee "$out/info.txt"
+device() {
+  if [ "$backend" = cuda ]; then
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv | tee "$out/gpu.txt"
+  else
+    echo "$(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs" | tee "$out/gpu.txt"
+  fi
+}
+info() { timeout 60 "${ptk[@]}" info > "$out/info.txt" 2>&1; local status=$?; cat "$out/info.txt"; return $status; }
+launcher() {  # the install's launcher: which backend auto takes here, and why
+  local path=$([ "$backend" = cuda ] && echo "$PWD/.device/backends" || echo "$PWD/build/cpu/backends")
+  PTK_BACKEND_PATH=$path timeout 90 "$bin/ptk-launcher" info --json > "$out/backends.json"
+  local status=$?
+  cat "$out/backends.json"
+  return $status
+}
+parity() {
+  PTK_DEVICE=default timeout "${PTK_DEVICE_TEST_S:-200}" "$bin/ptk_tests" --gtest_brief=1 \
+    --gtest_output=json:"$out/tests.json" > "$out/tests.log" 2>&1
+  local status=$?
+  grep -E "^\[  (PASSED|FAILED) |tests ran|FAILED  \]" "$out/tests.log" | tail -40
+  return $status
+}
+sweep() {
+  timeout "${PTK_DEVICE_BENCH_S:-180}" "$bin/ptk_bench" --quick --benchmark_filter='/(ptk|memcpy|kokkos_blas)/' \
+    --benchmark_out="$out/bench.json" --benchmark_out_format=json > "$out/bench.log" 2>&1
+}
+sweep_kv() {
+  timeout 60 "$bin/ptk_bench" --benchmark_filter='decode/ptk/.*kv=' \
+    --benchmark_out="$out/bench_kv.json" --benchmark_out_format=json > "$out/bench_kv.log" 2>&1
+}
+torch_ops() {  # PyTorch's ops at the sweep's shapes on the GPU, and the ratio table
+  PYTHONUNBUFFERED=1 timeout 120 python3 scripts/device_torch.py "$out/bench.json" --out "$out/torch.json" 2> "$out/torch.log"
+  local status=$?
+  python3 scripts/device_report.py "$out/bench.json" "$out/bench_kv.json" "$out/torch.json" > "$out/report.md" 2>&1
+  cat "$out/report.md"
+  return $status
+}
+decode() {  # one KV-cache step of the decode sweep's models, ptk and PyTorch on the same device
+  timeout 120 "$bin/ptk_bench" --quick --benchmark_filter='^decode/ptk/model=[^,]*,ctx=[0-9]*,B=1/' \
+    --benchmark_out="$out/decode.json" --benchmark_out_format=json > "$out/decode.log" 2>&1 || return $?
+  PYTHONUNBUFFERED=1 timeout 150 python3 scripts/decode_torch.py --quick --device "$backend" --min-time 0.2 \
+    --out "$out/torch_decode.json" --ptk "$out/decode.json" > "$out/decode.md" 2>> "$out/decode.log"
+  local status=$?
+  cat "$out/decode.md"
+  return $status
+}
+train() {
+  timeout 150 "${ptk[@]}" train --steps 200 --data data/kjv_genesis_exodus.txt > "$out/train.log" 2>&1
+  local status=$?
+  tail -4 "$out/train.log"
+  return $status
+}
+mixed_precision() {
+  timeout 150 python3 scripts/mixed_precision_curves.py "$bin/ptk" --steps 300 -- --data data/kjv_genesis_exodus.txt \
+    > "$out/mixed_precision.md" 2> "$out/mixed_precision.log"
+  local status=$?
+  cat "$out/mixed_precision.md"
+  return $status
+}
 
-step "parity suite on the GPU (PTK_DEVICE=default)"
-PTK_DEVICE=default timeout "${PTK_DEVICE_TEST_S:-200}" .device/ptk_tests --gtest_brief=1 \
-  --gtest_output=json:"$out/tests.json" > "$out/tests.log" 2>&1
-echo "ptk_tests exit $?" | tee -a "$out/tests.log"
-grep -E "^\[  (PASSED|FAILED) |tests ran|FAILED  \]" "$out/tests.log" | tail -40
+run "device" device
+run "ptk info" info
+run "backends (the launcher's ptk info --json)" launcher
+run "parity suite on the device (PTK_DEVICE=default)" parity
+run "quick sweep: ptk and the device copy" sweep
+run "decode with a 16-bit KV cache" sweep_kv
+[ "$backend" = cuda ] && run "PyTorch's ops at the same shapes" torch_ops
+run "decode against PyTorch (decode_torch.py --device $backend)" decode
+run "ptk train, 200 steps" train
+[ "$backend" = cuda ] && run "mixed precision against fp32 (300 steps each)" mixed_precision
 
-step "quick sweep: ptk and the device copy"
-timeout "${PTK_DEVICE_BENCH_S:-180}" .device/ptk_bench --quick --benchmark_filter='/(ptk|memcpy|kokkos_blas)/' \
-  --benchmark_out="$out/bench.json" --benchmark_out_format=json > "$out/bench.log" 2>&1
-echo "ptk_bench exit $?" | tee -a "$out/bench.log"
+passed=$(grep -c '"result": "COMPLETED"' "$out/tests.json" 2>/dev/null || echo 0)
+failed=$(grep -c '"failure"' "$out/tests.json" 2>/dev/null || echo 0)
+{
+  echo "{\"date\": \"$(date -u +%FT%TZ)\", \"backend\": \"$backend\", \"device\": \"$(tail -1 "$out/gpu.txt" | sed 's/"/ /g')\","
+  echo " \"commit\": \"$(git rev-parse --short HEAD 2>/dev/null || echo unknown)\", \"tests_run\": $passed, \"tests_failed\": $failed,"
+  echo " \"steps\": [$(IFS=,; echo "${steps[*]}")]}"
+} > "$out/device_check.json"
+step "done: $out/device_check.json"
+cat "$out/device_check.json"
 
-step "decode with a 16-bit KV cache (full-sweep entries)"
-timeout 60 .device/ptk_bench --benchmark_filter='decode/ptk/.*kv=' \
-  --benchmark_out="$out/bench_kv.json" --benchmark_out_format=json > "$out/bench_kv.log" 2>&1
-echo "ptk_bench (kv) exit $?" | tee -a "$out/bench_kv.log"
-
-step "PyTorch at the same shapes"
-PYTHONUNBUFFERED=1 timeout 120 python3 scripts/device_torch.py "$out/bench.json" --out "$out/torch.json" 2> "$out/torch.log"
-echo "device_torch exit $?" | tee -a "$out/torch.log"
-python3 scripts/device_report.py "$out/bench.json" "$out/bench_kv.json" "$out/torch.json" > "$out/report.md" 2>&1
-cat "$out/report.md"
-
-step "ptk train on the GPU (100 steps)"
-timeout 90 .device/ptk train --steps 100 --data data/kjv_genesis_exodus.txt > "$out/train.log" 2>&1
-echo "ptk train exit $?" | tee -a "$out/train.log"
-tail -4 "$out/train.log"
-
-step "mixed-precision training against fp32 on the GPU (300 steps each of f32, bf16, f16)"
-timeout 150 python3 scripts/mixed_precision_curves.py .device/ptk --steps 300 -- --data data/kjv_genesis_exodus.txt \
-  > "$out/mixed_precision.md" 2> "$out/mixed_precision.log"
-echo "mixed_precision_curves exit $?" | tee -a "$out/mixed_precision.log"
-cat "$out/mixed_precision.md"
-step "done"

@@ -3,6 +3,7 @@
 // build's Kokkos cannot start without its GPU, and the launcher asks every module before it picks one.
 #include <Kokkos_Core.hpp>
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -19,6 +20,8 @@
 #include "ptk/rt/abi.h"
 #include "build_facts.hpp"
 #include "cli.hpp"
+#include "commands.hpp"
+#include "device_memory.hpp"
 #include "exit_status.hpp"
 #include "op_registry.hpp"
 #include "ptk/core/error.hpp"
@@ -220,3 +223,30 @@ PTK_BACKEND_EXPORT int ptk_backend_run_op(const char* name, int32_t n_in, const 
 }
 
 PTK_BACKEND_EXPORT void ptk_backend_free(void* data) { std::free(data); }
+
+// The memory `ptk train` or `ptk generate` with this command line needs on its device, found by running the
+// command as far as its memory check (in the launcher's child process, which this may leave with its output
+// silenced). 0: no estimate (another command, or one that fails before its check: the real run will say why).
+PTK_BACKEND_EXPORT int ptk_backend_need(int argc, char** argv, uint64_t* bytes) {
+  if (!bytes || argc < 2) return 1;
+  *bytes = 0;
+  const std::string command = argv[1];
+  if (command != "train" && command != "generate") return 0;
+  const int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+  if (null >= 0) {
+    dup2(null, STDOUT_FILENO);
+    dup2(null, STDERR_FILENO);
+  }
+  ptk::tools::Args args(argv + 2, argv + argc);
+  ptk::tools::estimating_need() = true;
+  try {
+    ptk::runtime::set_openmp_defaults();
+    Kokkos::ScopeGuard kokkos;
+    if (command == "train") ptk::tools::train_command(args);
+    else ptk::tools::generate_command(args);
+  } catch (const ptk::tools::NeedEstimate& need) {
+    *bytes = static_cast<uint64_t>(need.bytes);
+  } catch (...) {
+  }
+  return 0;
+}

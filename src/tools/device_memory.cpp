@@ -19,7 +19,13 @@ Available available_memory(ag::Device device) {
   return a;
 }
 
+bool& estimating_need() {
+  static bool estimating = false;
+  return estimating;
+}
+
 void refuse_unless_fits(const std::string& command, double need, const std::string& what, ag::Device device) {
+  if (estimating_need()) throw NeedEstimate{need};
   const Available a = available_memory(device);
   if (a.bytes > 0 && need > a.bytes)
     throw UsageError{command + ": this run needs about " + human_bytes(need) + " (" + what + ") but " + a.where + " is " +

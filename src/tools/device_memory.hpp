@@ -15,6 +15,14 @@ struct Available {
 Available available_memory(ag::Device device);
 
 // Throws UsageError "<command>: this run needs about <need> (<what>; <parts>) but <where> is <available>".
+// While estimating (below), throws NeedEstimate with the need instead, whatever is available.
 void refuse_unless_fits(const std::string& command, double need, const std::string& what, ag::Device device);
+
+// A command run only as far as its memory check, for the launcher's choice of backend (backend_module.cpp,
+// ptk_backend_need): train and generate check memory before they allocate or write anything.
+struct NeedEstimate {
+  double bytes = 0;
+};
+bool& estimating_need();
 
 }  // namespace ptk::tools

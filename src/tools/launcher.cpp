@@ -86,7 +86,9 @@ int main(int argc, char** argv) {
   const auto dirs = ptk::rt::module_dirs({here + "/" + PTK_BACKEND_DIR_FROM_BIN, here + "/backends"});
   const bool info = request.argv.size() >= 3 && std::string(request.argv[1]) == "info";
   // auto: the first of cuda, hip, cpu that works; an explicit choice: that one. `info` examines all three.
-  const auto selection = ptk::rt::select(request.backend, dirs, /*every=*/info);
+  // train and generate: a GPU whose free memory is below the run's estimate is skipped too.
+  const std::vector<std::string> command_line(request.argv.begin() + 1, request.argv.end() - 1);
+  const auto selection = ptk::rt::select(request.backend, dirs, /*every=*/info, info ? std::vector<std::string>{} : command_line);
   const auto& seen = selection.seen;
   const Candidate* chosen = selection.chosen;
 

@@ -162,6 +162,20 @@ grep -q "^PTK_BACKEND=cuda$" "$dir/out" || fail "fake ok: PTK_BACKEND not set fo
   fail "fake ok: other modules stay mapped after their probes: $(grep "^mapped" "$dir/out" | sort -u)"
 grep -q "^ptk: backend cuda (auto)$" "$dir/err" || fail "fake ok: $(cat "$dir/err")"
 echo "ok: a usable fake cuda module is chosen by auto; only it is mapped in the process that runs the command"
+# The memory-aware choice: a GPU whose free memory is below the run's estimate (the cpu module's, from the command
+# line) is skipped; with room, it is chosen.
+small=(train --layers 2 --heads 4 --width 256 --block 128 --batch 8 --steps 1 --device host)
+PTK_BACKEND_PATH=$gpu_slot PTK_FAKE_BACKEND=ok PTK_FAKE_BACKEND_FREE_MB=8 "$launcher" "${small[@]}" >"$dir/out" 2>"$dir/err" ||
+  fail "memory-aware: $(cat "$dir/err")"
+grep -Eq "^ptk: backend cpu \(auto: cuda skipped, too little memory: device 0 has 8 MiB free, the run needs about [0-9]+ MiB; hip" \
+  "$dir/err" || fail "memory-aware: $(cat "$dir/err")"
+grep -q "^step 1/1 " "$dir/out" || fail "memory-aware: the cpu backend did not train: $(cat "$dir/out")"
+echo "ok: memory-aware -> $(head -1 "$dir/err")"
+PTK_BACKEND_PATH=$gpu_slot PTK_FAKE_BACKEND=ok PTK_FAKE_BACKEND_FREE_MB=4096 "$launcher" "${small[@]}" >"$dir/out" 2>"$dir/err"
+grep -q "^fake backend main: train " "$dir/out" || fail "memory-aware with room: $(cat "$dir/out" "$dir/err")"
+expect_refusal "--backend cuda without room" "ptk: --backend cuda cannot run here: too little memory: device 0 has 8 MiB" \
+  env PTK_BACKEND_PATH="$gpu_slot" PTK_FAKE_BACKEND=ok PTK_FAKE_BACKEND_FREE_MB=8 "$launcher" --backend cuda "${small[@]}"
+
 # A truncated cpu module asked for by name: one line, exit 2.
 head -c 4096 "$cpu_module" >"$gpu_slot/libptk_backend_cpu.so"
 expect_refusal "a truncated cpu module" "ptk: --backend cpu cannot run here: library missing: " \

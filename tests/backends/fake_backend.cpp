@@ -2,8 +2,9 @@
 // PTK_FAKE_BACKEND says, so that the launcher's fallbacks are tested on a machine without a GPU:
 //   abort: the probe crashes (a driver dying in its initialization)   hang: the probe never answers
 //   fail: the probe returns an error        init: a device that does not open   nodevice: the runtime sees none
-//   driver: the runtime finds no driver     abi: another ABI version            ok: one usable fake device,
-// whose main prints what it was given and which backend modules the process has mapped.
+//   driver: the runtime finds no driver     abi: another ABI version            ok: one usable fake device
+// (PTK_FAKE_BACKEND_FREE_MB free, default 1024), whose main prints what it was given and which backend modules
+// the process has mapped.
 #include <signal.h>
 #include <unistd.h>
 
@@ -42,7 +43,8 @@ extern "C" __attribute__((visibility("default"))) int ptk_backend_probe(ptk_back
     out->device_count = 1;
     std::snprintf(out->devices[0].name, sizeof out->devices[0].name, "Fake GPU");
     std::snprintf(out->devices[0].arch, sizeof out->devices[0].arch, "sm_00");
-    out->devices[0].total_bytes = out->devices[0].free_bytes = 1ull << 30;
+    const char* free_mb = std::getenv("PTK_FAKE_BACKEND_FREE_MB");  // the memory-aware choice's test
+    out->devices[0].total_bytes = out->devices[0].free_bytes = (free_mb ? std::strtoull(free_mb, nullptr, 10) : 1024) << 20;
     out->devices[0].compute_units = 1;
   }
   return 0;

@@ -55,6 +55,10 @@ int ptk_backend_probe(struct ptk_backend_info* out);
    status; Kokkos starts and ends inside, as in a one-backend build's ptk. */
 int ptk_backend_main(int argc, char** argv);
 
+/* The device memory `ptk <command> ...` needs (train, generate: their own estimate), 0 when there is none;
+   the launcher calls it in a child process, which it may leave silenced. Optional (a module may lack it). */
+int ptk_backend_need(int argc, char** argv, uint64_t* bytes);
+
 /* The library API: ops of the op table on host tensors, run in the module's default execution space (the GPU
    of a GPU module), with the module's Kokkos started once for the process (and ended at its exit). */
 #define PTK_BACKEND_MAX_RANK 8

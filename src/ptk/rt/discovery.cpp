@@ -226,7 +226,7 @@ bool is_regular_file(const std::string& path) {
 
 }  // namespace
 
-Candidate examine(const std::string& name, const std::vector<std::string>& dirs, std::uint64_t need_bytes) {
+Candidate examine(const std::string& name, const std::vector<std::string>& dirs) {
   Candidate b;
   b.name = name;
   const std::string file = "libptk_backend_" + name + ".so";
@@ -262,24 +262,73 @@ Candidate examine(const std::string& name, const std::vector<std::string>& dirs,
     b.skip = Skip::no_device;
     b.reason = "the module reports no device";
   }
-  if (b.skip == Skip::none && need_bytes > 0 && b.probe.devices[0].free_bytes < need_bytes) {
-    b.skip = Skip::too_little_memory;
-    b.reason = "device 0 has " + std::to_string(b.probe.devices[0].free_bytes >> 20) + " MiB free, the run needs about " +
-               std::to_string(need_bytes >> 20) + " MiB";
-  }
   return b;
 }
 
-Selection select(const std::string& wanted, const std::vector<std::string>& dirs, bool every) {
+std::uint64_t memory_need(const std::string& cpu_module, const std::vector<std::string>& command_line) {
+  if (cpu_module.empty() || command_line.empty() || !elf_problem(cpu_module).empty()) return 0;
+  std::fflush(nullptr);
+  int fds[2];
+  if (pipe(fds) != 0) return 0;
+  const pid_t child = fork();
+  if (child == 0) {  // the command runs as far as its memory check here, its output silenced by the module
+    close(fds[0]);
+    std::uint64_t bytes = 0;
+    void* handle = dlopen(cpu_module.c_str(), RTLD_NOW | RTLD_LOCAL);
+    auto need = handle ? reinterpret_cast<decltype(&ptk_backend_need)>(dlsym(handle, "ptk_backend_need")) : nullptr;
+    if (need) {
+      std::vector<std::string> words{"ptk"};
+      words.insert(words.end(), command_line.begin(), command_line.end());
+      std::vector<char*> argv;
+      for (auto& w : words) argv.push_back(w.data());
+      argv.push_back(nullptr);
+      need(static_cast<int>(words.size()), argv.data(), &bytes);
+    }
+    (void)!write(fds[1], &bytes, sizeof bytes);
+    _exit(0);
+  }
+  close(fds[1]);
+  if (child < 0) {
+    close(fds[0]);
+    return 0;
+  }
+  bool timed_out = false;
+  const std::string data = read_answer(fds[0], child, timed_out);
+  close(fds[0]);
+  while (waitpid(child, nullptr, 0) < 0 && errno == EINTR) {
+  }
+  std::uint64_t bytes = 0;
+  if (!timed_out && data.size() == sizeof bytes) std::memcpy(&bytes, data.data(), sizeof bytes);
+  return bytes;
+}
+
+Selection select(const std::string& wanted, const std::vector<std::string>& dirs, bool every,
+                 const std::vector<std::string>& command_line) {
   Selection s;
   s.seen.reserve(backend_order().size());  // `chosen` points into it
   for (const auto& name : backend_order())
     if (every || wanted == "auto" || wanted == name) s.seen.push_back(examine(name, dirs));
-  for (const auto& c : s.seen)
-    if (c.skip == Skip::none && (wanted == "auto" || wanted == c.name)) {
-      s.chosen = &c;
-      break;
+  bool estimated = false;
+  for (auto& c : s.seen) {
+    if (c.skip != Skip::none || (wanted != "auto" && wanted != c.name)) continue;
+    if (c.name != "cpu" && !command_line.empty()) {  // a GPU: does the run fit its memory?
+      if (!estimated) {
+        std::string cpu;
+        for (const auto& dir : dirs)
+          if (cpu.empty() && is_regular_file(dir + "/libptk_backend_cpu.so")) cpu = dir + "/libptk_backend_cpu.so";
+        s.need_bytes = memory_need(cpu, command_line);
+        estimated = true;
+      }
+      if (s.need_bytes > 0 && c.probe.devices[0].free_bytes < s.need_bytes) {
+        c.skip = Skip::too_little_memory;
+        c.reason = "device 0 has " + std::to_string(c.probe.devices[0].free_bytes >> 20) +
+                   " MiB free, the run needs about " + std::to_string(s.need_bytes >> 20) + " MiB";
+        continue;
+      }
     }
+    s.chosen = &c;
+    break;
+  }
   return s;
 }
 

@@ -38,16 +38,23 @@ struct Candidate {
 // `fallback`.
 std::vector<std::string> module_dirs(const std::vector<std::string>& fallback);
 
-// Finds NAME's module and probes it in a child process. need_bytes > 0: the run's memory estimate, which
-// device 0's free memory must hold.
-Candidate examine(const std::string& name, const std::vector<std::string>& dirs, std::uint64_t need_bytes = 0);
+// Finds NAME's module and probes it in a child process.
+Candidate examine(const std::string& name, const std::vector<std::string>& dirs);
+
+// The device memory `ptk <command_line>` needs, by the cpu module's own estimate (ptk_backend_need, in a child
+// process); 0 when there is no estimate.
+std::uint64_t memory_need(const std::string& cpu_module, const std::vector<std::string>& command_line);
 
 // The backends examined for `wanted` ("auto", "cpu", "cuda", "hip"), in backend_order(), and the one chosen:
 // auto's first usable one, or the one named when it is usable. every: examine all three (ptk info lists them).
+// command_line (the command and its arguments): a GPU whose device 0 has less free memory than the command's
+// estimate (train, generate; memory_need) is skipped as too_little_memory.
 struct Selection {
   std::vector<Candidate> seen;
   const Candidate* chosen = nullptr;  // into seen; null when none can run
+  std::uint64_t need_bytes = 0;       // the estimate compared, 0 when none was made
 };
-Selection select(const std::string& wanted, const std::vector<std::string>& dirs, bool every = false);
+Selection select(const std::string& wanted, const std::vector<std::string>& dirs, bool every = false,
+                 const std::vector<std::string>& command_line = {});
 
 }  // namespace ptk::rt
