@@ -96,7 +96,9 @@ int main(int argc, char** argv) {
     if (request.json) {
       ptk::rt::print_json(std::cout, seen, chosen, request.backend);
       std::cout.flush();
-      return std::cout ? (chosen ? 0 : kUsageStatus) : kUsageStatus;
+      if (std::cout && std::fflush(stdout) == 0) return chosen ? 0 : kUsageStatus;
+      std::cerr << "ptk: cannot write to standard output\n";
+      return kUsageStatus;
     }
     ptk::rt::print_table(std::cout, seen, chosen, request.backend);
     std::cout << '\n';

@@ -55,6 +55,8 @@ assert all(not b["available"] and b["reason"] for b in d["backends"][:2]), d
 assert d["chosen"] == "cpu" and d["wanted"] == "auto", d
 PY
 echo "ok: ptk info lists cuda, hip, cpu with ✓/✗ and reasons; --json parses; auto chooses cpu"
+expect_stdout_failure "ptk info --json" "$launcher" info --json
+expect_stdout_failure "ptk op --list through the launcher" env PTK_BACKEND=cpu "$launcher" op --list
 
 # --- the same bits as the one-backend build ---------------------------------------------------------
 /usr/bin/python3 - "$dir" <<'PY'
