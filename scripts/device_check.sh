@@ -51,10 +51,11 @@ if [ "${1:-}" = "--backend" ]; then
   backend=${2:-}
   shift 2
 fi
+# PTK_PYTHON: the Python with PyTorch (the GPU machine's own on its PATH; here Debian's python3-torch).
 case "$backend" in
-  cuda) bin=.device ptk=(.device/ptk) ;;
+  cuda) bin=.device ptk=(.device/ptk) py=${PTK_PYTHON:-python3} ;;
   # The launcher with the cpu module, as an install runs it; the tests and sweeps of the cpu preset.
-  cpu) bin=build/cpu ptk=(env PTK_BACKEND=cpu build/cpu/ptk-launcher) ;;
+  cpu) bin=build/cpu ptk=(env PTK_BACKEND=cpu build/cpu/ptk-launcher) py=${PTK_PYTHON:-/usr/bin/python3} ;;
   *) echo "device_check: --backend must be cuda or cpu, got '$backend'" >&2; exit 2 ;;
 esac
 out=${1:-${OUT:-build/device}}
@@ -109,16 +110,16 @@ sweep_kv() {
     --benchmark_out="$out/bench_kv.json" --benchmark_out_format=json > "$out/bench_kv.log" 2>&1
 }
 torch_ops() {  # PyTorch's ops at the sweep's shapes on the GPU, and the ratio table
-  PYTHONUNBUFFERED=1 timeout 120 python3 scripts/device_torch.py "$out/bench.json" --out "$out/torch.json" 2> "$out/torch.log"
+  PYTHONUNBUFFERED=1 timeout 120 "$py" scripts/device_torch.py "$out/bench.json" --out "$out/torch.json" 2> "$out/torch.log"
   local status=$?
-  python3 scripts/device_report.py "$out/bench.json" "$out/bench_kv.json" "$out/torch.json" > "$out/report.md" 2>&1
+  "$py" scripts/device_report.py "$out/bench.json" "$out/bench_kv.json" "$out/torch.json" > "$out/report.md" 2>&1
   cat "$out/report.md"
   return $status
 }
 decode() {  # one KV-cache step of the decode sweep's models, ptk and PyTorch on the same device
   timeout 120 "$bin/ptk_bench" --quick --benchmark_filter='^decode/ptk/model=[^,]*,ctx=[0-9]*,B=1/' \
     --benchmark_out="$out/decode.json" --benchmark_out_format=json > "$out/decode.log" 2>&1 || return $?
-  PYTHONUNBUFFERED=1 timeout 150 python3 scripts/decode_torch.py --quick --device "$backend" --min-time 0.2 \
+  PYTHONUNBUFFERED=1 timeout 150 "$py" scripts/decode_torch.py --quick --device "$backend" --min-time 0.2 \
     --out "$out/torch_decode.json" --ptk "$out/decode.json" > "$out/decode.md" 2>> "$out/decode.log"
   local status=$?
   cat "$out/decode.md"
@@ -131,7 +132,7 @@ train() {
   return $status
 }
 mixed_precision() {
-  timeout 150 python3 scripts/mixed_precision_curves.py "$bin/ptk" --steps 300 -- --data data/kjv_genesis_exodus.txt \
+  timeout 150 "$py" scripts/mixed_precision_curves.py "$bin/ptk" --steps 300 -- --data data/kjv_genesis_exodus.txt \
     > "$out/mixed_precision.md" 2> "$out/mixed_precision.log"
   local status=$?
   cat "$out/mixed_precision.md"
@@ -149,11 +150,11 @@ run "decode against PyTorch (decode_torch.py --device $backend)" decode
 run "ptk train, 200 steps" train
 [ "$backend" = cuda ] && run "mixed precision against fp32 (300 steps each)" mixed_precision
 
-passed=$(grep -c '"result": "COMPLETED"' "$out/tests.json" 2>/dev/null || echo 0)
-failed=$(grep -c '"failure"' "$out/tests.json" 2>/dev/null || echo 0)
+read -r ran failed < <("$py" -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["tests"], d["failures"])' \
+  "$out/tests.json" 2>/dev/null || echo "0 0")
 {
   echo "{\"date\": \"$(date -u +%FT%TZ)\", \"backend\": \"$backend\", \"device\": \"$(tail -1 "$out/gpu.txt" | sed 's/"/ /g')\","
-  echo " \"commit\": \"$(git rev-parse --short HEAD 2>/dev/null || echo unknown)\", \"tests_run\": $passed, \"tests_failed\": $failed,"
+  echo " \"commit\": \"$(git rev-parse --short HEAD 2>/dev/null || echo unknown)\", \"tests_run\": ${ran:-0}, \"tests_failed\": ${failed:-0},"
   echo " \"steps\": [$(IFS=,; echo "${steps[*]}")]}"
 } > "$out/device_check.json"
 step "done: $out/device_check.json"
