@@ -146,6 +146,11 @@ expect_skip init "init failed: made to fail (init)"
 expect_skip nodevice "no device: made to fail (nodevice)"
 expect_skip driver "driver missing: made to fail (driver)"
 expect_skip abi "library missing: backend ABI 999, this launcher speaks 1"
+PTK_BACKEND_PATH=$gpu_slot PTK_FAKE_BACKEND=noisy "$launcher" info --json >"$dir/noisy.json" 2>"$dir/err" ||
+  fail "a probe printing on stdout: $(cat "$dir/err")"
+/usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["backends"][0]["skip"] == "no device", d' \
+  "$dir/noisy.json" || fail "a probe's output got into info --json: $(head -3 "$dir/noisy.json")"
+echo "ok: a probe that prints on stdout leaves ptk info --json whole"
 head -c 4096 "$cpu_module" >"$gpu_slot/libptk_backend_cuda.so"
 expect_skip truncated "library missing: .*libptk_backend_cuda.so: truncated (4096 bytes;"
 rm "$gpu_slot/libptk_backend_cuda.so" && mkdir "$gpu_slot/libptk_backend_cuda.so"

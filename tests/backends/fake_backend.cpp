@@ -2,7 +2,7 @@
 // PTK_FAKE_BACKEND says, so that the launcher's fallbacks are tested on a machine without a GPU:
 //   abort: the probe crashes (a driver dying in its initialization)   hang: the probe never answers
 //   fail: the probe returns an error        init: a device that does not open   nodevice: the runtime sees none
-//   driver: the runtime finds no driver     abi: another ABI version            ok: one usable fake device
+//   driver: the runtime finds no driver     noisy: prints on stdout, no device     abi: another ABI version            ok: one usable fake device
 // (PTK_FAKE_BACKEND_FREE_MB free, default 1024), whose main prints what it was given and which backend modules
 // the process has mapped.
 #include <signal.h>
@@ -32,11 +32,15 @@ extern "C" __attribute__((visibility("default"))) int ptk_backend_probe(ptk_back
   if (m == "abort") abort();
   if (m == "hang") pause();
   if (m == "fail") return 1;
+  if (m == "noisy") {  // a runtime that prints a banner while it starts, then finds no device
+    std::printf("a driver's banner on standard output\n");
+    std::fflush(stdout);
+  }
   std::memset(out, 0, sizeof *out);
   out->abi_version = PTK_BACKEND_ABI_VERSION;
   std::snprintf(out->name, sizeof out->name, "%s", std::getenv("PTK_FAKE_BACKEND_NAME") ? std::getenv("PTK_FAKE_BACKEND_NAME") : "cuda");
   std::snprintf(out->kokkos, sizeof out->kokkos, "fake");
-  out->state = m == "init" ? PTK_BACKEND_INIT_FAILED : m == "nodevice" ? PTK_BACKEND_NO_DEVICE
+  out->state = m == "init" ? PTK_BACKEND_INIT_FAILED : m == "nodevice" || m == "noisy" ? PTK_BACKEND_NO_DEVICE
                : m == "driver" ? PTK_BACKEND_DRIVER_MISSING : PTK_BACKEND_USABLE;
   if (out->state != PTK_BACKEND_USABLE) std::snprintf(out->detail, sizeof out->detail, "made to fail (%s)", m.c_str());
   if (out->state == PTK_BACKEND_USABLE || out->state == PTK_BACKEND_INIT_FAILED) {

@@ -74,6 +74,8 @@ Skip load_failure(const std::string& error) {
 // In the child: load the module, check it, probe it, write the answer, leave without running any of the
 // parent's exit handlers or flushing its buffers.
 [[noreturn]] void probe_in_child(int fd, const std::string& module) {
+  // Whatever a runtime prints while it starts must not land in `ptk info --json` or a command's output.
+  if (const int null = open("/dev/null", O_WRONLY | O_CLOEXEC); null >= 0) dup2(null, STDOUT_FILENO);
   void* handle = dlopen(module.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) {
     const char* e = dlerror();
@@ -167,7 +169,8 @@ void probe_module(Candidate& b) {
     b.reason = std::string(loaded ? "the probe" : "loading the module") + " was killed by signal " +
                std::to_string(WTERMSIG(status)) + " (" + strsignal(WTERMSIG(status)) + ")";
   } else if (data.size() >= 2 && data[0] == kError) {
-    b.skip = static_cast<Skip>(data[1]);
+    const int skip = static_cast<unsigned char>(data[1]);
+    b.skip = skip <= static_cast<int>(Skip::too_little_memory) ? static_cast<Skip>(skip) : Skip::init_failed;
     b.reason = data.substr(2);
   } else if (data.size() == 1 + sizeof(ptk_backend_info) && data[0] == kProbe) {
     std::memcpy(&b.probe, data.data() + 1, sizeof b.probe);
