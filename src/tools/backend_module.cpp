@@ -1,5 +1,5 @@
 // A backend module (libptk_backend_<name>.so): this build's library and command line behind the C boundary
-// of backend_abi.h, for an install's launcher to load at run time. The probe answers without Kokkos: a GPU
+// of ptk/rt/abi.h, for an install's launcher (and ptk::runtime) to load at run time. The probe answers without Kokkos: a GPU
 // build's Kokkos cannot start without its GPU, and the launcher asks every module before it picks one.
 #include <Kokkos_Core.hpp>
 
@@ -17,7 +17,6 @@
 #include <thread>
 #include <vector>
 
-#include "ptk/rt/abi.h"
 #include "build_facts.hpp"
 #include "cli.hpp"
 #include "commands.hpp"
@@ -42,7 +41,8 @@ std::string cpu_model() {
   for (std::string line; std::getline(in, line);)
     if (line.rfind("model name", 0) == 0 && line.find(':') != std::string::npos) {
       const auto value = line.substr(line.find(':') + 1);
-      return value.substr(value.find_first_not_of(' '));
+      const auto start = value.find_first_not_of(" \t");
+      if (start != std::string::npos) return value.substr(start);
     }
   return "host CPU";
 }

@@ -276,7 +276,13 @@ OpResults run_in_memory(const std::string& name, HostInputs inputs, std::vector<
   inputs.dtype = take_dtype(sets, where);
   if (inputs.dtype != io::NpyDtype::f32) throw UsageError{where + "the library API runs float32 (dtype=f32)"};
   const Settings settings(op, settings_of(op, sets, where));
-  for (std::size_t i = 0; i < op.inputs.size(); ++i) check_input(op, i, inputs, "input " + std::to_string(i), where);
+  for (std::size_t i = 0; i < op.inputs.size(); ++i) {
+    const bool ids = !inputs.ids[i].data.empty(), values = !inputs.arrays[i].data.empty();
+    if ((ids || values) && ids != op.inputs[i].index)
+      throw UsageError{where + op.inputs[i].name + " (input " + std::to_string(i) + ") must hold " +
+                       (op.inputs[i].index ? "int64 ids" : "float32 values")};
+    check_input(op, i, inputs, "input " + std::to_string(i), where);
+  }
   return op.run_default(inputs, settings);
 }
 

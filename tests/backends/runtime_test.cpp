@@ -79,6 +79,10 @@ int main() {
   check(status == 2 && line.find("unknown key 'x'") != std::string::npos, "unknown key -> " + line);
   line = refusal([&] { backend.run("softmax", {ptk::rt::Tensor::floats({2, 3}, {1, 2})}); }, &status);
   check(status == 2 && line.find("holds 2 values for 6 elements") != std::string::npos, "short tensor -> " + line);
+  line = refusal([&] { backend.run("cross_entropy", {c[0], c[0]}); }, &status);
+  check(status == 2 && line.find("targets (input 1) must hold int64 ids") != std::string::npos, "float targets -> " + line);
+  const auto ce = backend.run("cross_entropy", {c[0], ptk::rt::Tensor::indices({M}, std::vector<std::int64_t>(M, 2))});
+  check(ce.size() >= 2 && ce[1].shape == std::vector<std::int64_t>{M}, "cross_entropy with int64 targets runs");
   const auto foreign = c[0].to("cuda");
   line = refusal([&] { backend.run("softmax", {foreign}); });
   check(line.find("input 0 is a tensor of the cuda backend, given to cpu") != std::string::npos, "another backend's tensor -> " + line);
