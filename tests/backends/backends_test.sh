@@ -1,5 +1,5 @@
 #!/bin/bash
-# The launcher of an install (bin/ptk; src/tools/launcher) against the one-backend ptk of the same build:
+# The launcher of an install (bin/ptk; src/tools/launcher.cpp, src/ptk/rt) against the one-backend ptk of the same build:
 #   - the same bits: op cases of the parity suite's kinds (odd shapes, random data) and a 50-step training run,
 #     run through the launcher's cpu module and through build/<preset>/ptk, compared byte for byte;
 #   - discovery and choice: `ptk info` (table and --json), auto's one line, --backend / PTK_BACKEND refusals;
