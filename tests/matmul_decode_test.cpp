@@ -270,12 +270,14 @@ TEST(Linear, StoredWeights) {
 TEST(Linear, QuantizedGemmEqualsTheGemmOnConvertedWeights) {
   const auto run = [](auto e) {
     using E = decltype(e);
-    for (auto [M, N, K] : {std::array<std::int64_t, 3>{40, 200, 800}, {9, 127, 544}, {512, 48, 64}})
+    // Named copies, not a structured binding: nvcc and clang (hipcc) reject capturing bindings in C++17.
+    for (const auto& mnk : std::vector<std::array<std::int64_t, 3>>{{40, 200, 800}, {9, 127, 544}, {512, 48, 64}})
       for (float beta : {0.0f, 1.0f})
         for_each_space([&](auto space) {
           using Space = typename decltype(space)::type;
           using Tune = typename decltype(space)::tune;
           if constexpr (!Tune::matmul::register_tiled) {
+            const std::int64_t M = mnk[0], N = mnk[1], K = mnk[2];
             const auto name = "quantized gemm" + case_name(M, N, K) + dtype_name(Element<E>::dtype);
             const auto X = Tensor<Space>::from_host({M, K}, uniform(M * K, -1, 1, name + "x"));
             const auto W = ops::convert<E>(Tensor<Space>::from_host({N, K}, uniform(N * K, -1, 1, name + "w")));
