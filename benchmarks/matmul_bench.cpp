@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "bench_common.hpp"
+#include "ptk/core/vendor_blas.hpp"
 #include "ptk/kernels/matmul_stored.hpp"
 #include "ptk/ops/convert.hpp"
 
@@ -110,6 +111,18 @@ void register_stored(std::int64_t M, std::int64_t N, std::int64_t K) {
                                                                    b.batched_matrices(), false, false, 1.0f, 0.0f);
     });
   });
+  // On a GPU "ptk" is the vendor GEMM where one loads (tuning.hpp, vendor_gemm16): ptk's own kernel beside it.
+  if constexpr (!is_host_space_v<Space>)
+    add("matmul", "ptk_portable", shape, Rate::gflops, 2.0 * M * N * K, [=] {
+      const auto a = ops::convert<E>(random_tensor({1, M, K}, 1)), b = ops::convert<E>(random_tensor({1, K, N}, 2));
+      const Tensor<Space> c({1, M, N});
+      return std::function<void()>([=] {
+        const bool was = vendor::enable_gemm16(false);
+        kernels::matmul_forward<Space, kernels::Tuning<Space>, E, E>(c.batched_matrices(), a.batched_matrices(),
+                                                                     b.batched_matrices(), false, false, 1.0f, 0.0f);
+        vendor::enable_gemm16(was);
+      });
+    });
 }
 
 // Attention-like batched products (per head: QKᵀ with trans_b, then P·V): many small matrices.

@@ -3,10 +3,14 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "parity.hpp"
+#include "ptk/core/vendor_blas.hpp"
 #include "ptk/kernels/detail/load.hpp"
 #include "ptk/ops/matmul.hpp"
 #include "ptk/reference/matmul.hpp"
@@ -94,7 +98,9 @@ INSTANTIATE_TEST_SUITE_P(Sweep, MatmulParity, ::testing::ValuesIn(kCases),
                          [](const auto& info) { return name(info.param); });
 
 // A and B stored as EA and EB (B alone bf16/f16: a stored weight; or both 16-bit): the portable kernel against the
-// oracle applied to the stored values, at fp32's tolerance (the kernel reads them exactly and sums in fp32).
+// oracle applied to the stored values, at fp32's tolerance (the kernel reads them exactly and sums in fp32). Two
+// 16-bit operands on a GPU also go to the vendor GEMM (GpuMatmul::vendor_gemm16, tensor cores with fp32
+// accumulation): checked at the same tolerance, and the portable kernel with the route turned off.
 template <class Space, class Tune, class EA, class EB>
 void check_stored_matmul(const MatmulCase& c) {
   const Shape a_shape = operand_shape(c.batch_a, c.M, c.K, c.trans_a);
@@ -107,11 +113,35 @@ void check_stored_matmul(const MatmulCase& c) {
                             c.trans_b, c.batch_a > 0, c.batch_b > 0);
   const auto A = Tensor<Space, EA>::from_host(a_shape, a);
   const auto B = Tensor<Space, EB>::from_host(b_shape, b);
-  const auto C = ops::matmul<Space, Tune>(A, B, c.trans_a, c.trans_b);
   Shape c_shape{c.M, c.N};
   if (c.batch_a > 0 || c.batch_b > 0) c_shape.insert(c_shape.begin(), batch);
-  EXPECT_TRUE(all_close(C.to_vector(), want, c_shape, tolerance::matmul(c.K)))
-      << Space::name() << " A " << dtype_name(Element<EA>::dtype) << ", B " << dtype_name(Element<EB>::dtype);
+  constexpr bool both_routes = Tune::matmul::vendor_gemm16 && !is_host_space_v<Space> && std::is_same_v<EA, EB>;
+  for (const bool route : both_routes ? std::vector<bool>{true, false} : std::vector<bool>{false}) {
+    const bool was = vendor::enable_gemm16(route);
+    const auto C = ops::matmul<Space, Tune>(A, B, c.trans_a, c.trans_b);
+    vendor::enable_gemm16(was);
+    EXPECT_TRUE(all_close(C.to_vector(), want, c_shape, tolerance::matmul(c.K)))
+        << Space::name() << " A " << dtype_name(Element<EA>::dtype) << ", B " << dtype_name(Element<EB>::dtype)
+        << (route ? ", " + vendor::gemm16_route() : ", ptk's kernel");
+  }
+}
+
+// Which GEMM a GPU gives two 16-bit operands: PTK_EXPECT_VENDOR_GEMM (the device check sets it to "cuBLAS" where
+// it finds a cuBLAS) names the route that must be taken, so that a silent fallback to ptk's kernel fails; elsewhere
+// a host build says it runs its own. Where the route is cuBLAS, the switch turns it off and on.
+TEST(VendorGemm, RouteIsTheExpectedOne) {
+  const std::string route = vendor::gemm16_route();
+  std::cout << "bf16/f16 GEMM on the default space: " << route << "\n";
+  RecordProperty("route", route);
+  if (const char* want = std::getenv("PTK_EXPECT_VENDOR_GEMM"); want && *want)
+    EXPECT_EQ(route.rfind(want, 0), 0u) << "expected the route to be " << want;
+  else if (is_host_space_v<Kokkos::DefaultExecutionSpace>)
+    EXPECT_EQ(route, "portable: the host's own GEMM");
+  if (route.rfind("cuBLAS", 0) != 0) return;
+  const bool was = vendor::enable_gemm16(false);
+  EXPECT_EQ(vendor::gemm16_route(), "portable: PTK_VENDOR_GEMM=0");
+  vendor::enable_gemm16(was);
+  EXPECT_EQ(vendor::gemm16_route(), route);
 }
 
 // The stored types change only the tile copies, so their sweep is a smaller one that still reaches every copy
@@ -121,7 +151,8 @@ const std::vector<MatmulCase> kStoredCases = [] {
   std::vector<MatmulCase> cases{{0, 0, 1, 1, 1, false, false}, {0, 0, 3, 3, 3, false, false},
                                 {0, 0, 17, 17, 17, false, false}, {0, 0, 127, 1, 513, false, false},
                                 {4, 0, 33, 129, 17, false, true},  {0, 2, 5, 7, 513, true, false},
-                                {3, 3, 17, 9, 65, true, true},     {0, 0, 3, 5, 4096, false, false}};
+                                {3, 3, 17, 9, 65, true, true},     {0, 0, 3, 5, 4096, false, false},
+                                {3, 0, 9, 17, 33, true, false}};  // a batched and transposed, b shared
   for (bool ta : {false, true})
     for (bool tb : {false, true}) cases.push_back({0, 0, 17, 127, 33, ta, tb});
   return cases;
@@ -142,6 +173,42 @@ TEST_P(MatmulStoredParity, Forward) {
 
 INSTANTIATE_TEST_SUITE_P(Sweep, MatmulStoredParity, ::testing::ValuesIn(kStoredCases),
                          [](const auto& info) { return name(info.param); });
+
+// BLAS's column-major GEMM as its reference implementation defines it, in double: C(i, j) = Σ_l X(i, l) · Y(l, j)
+// with X(i, l) = x[i + l · ld] (transposed: x[l + i · ld]), batch by batch at the call's strides.
+void column_major_gemm(const vendor::ColumnMajorGemm& g, float* c) {
+  for (int batch = 0; batch < g.batches; ++batch) {
+    const float* x = static_cast<const float*>(g.first) + batch * g.stride_first;
+    const float* y = static_cast<const float*>(g.second) + batch * g.stride_second;
+    for (int j = 0; j < g.n; ++j)
+      for (int i = 0; i < g.m; ++i) {
+        double sum = 0;
+        for (int l = 0; l < g.k; ++l)
+          sum += double(g.trans_first ? x[l + i * g.ld_first] : x[i + l * g.ld_first]) *
+                 double(g.trans_second ? y[j + l * g.ld_second] : y[l + j * g.ld_second]);
+        c[batch * g.stride_c + i + j * g.ldc] = static_cast<float>(sum);
+      }
+  }
+}
+
+// The column-major call the vendor GEMM makes (vendor::column_major: operands swapped, leading dimensions, the
+// batch folded under a shared b) computes the row-major product: no GPU needed to check the mapping, every stored
+// case (transposes, batched and broadcast operands) against the oracle.
+TEST(VendorGemm, ColumnMajorCallComputesTheRowMajorProduct) {
+  for (const MatmulCase& c : kStoredCases) {
+    const auto a = uniform(element_count(operand_shape(c.batch_a, c.M, c.K, c.trans_a)), -1, 1, name(c) + "a");
+    const auto b = uniform(element_count(operand_shape(c.batch_b, c.K, c.N, c.trans_b)), -1, 1, name(c) + "b");
+    const std::int64_t batch = std::max<std::int64_t>({c.batch_a, c.batch_b, 1});
+    std::vector<float> want(static_cast<std::size_t>(batch * c.M * c.N)), got(want.size(), NAN);
+    reference::matmul_forward(want.data(), a.data(), b.data(), batch, c.M, c.N, c.K, c.trans_a, c.trans_b,
+                              c.batch_a > 0, c.batch_b > 0);
+    const vendor::Gemm16 g{vendor::Operand::bf16, static_cast<int>(batch), static_cast<int>(c.M),
+                           static_cast<int>(c.N), static_cast<int>(c.K), c.trans_a, c.trans_b, a.data(),
+                           c.batch_a > 1 ? c.M * c.K : 0, b.data(), c.batch_b > 1 ? c.K * c.N : 0, nullptr, 1, 0};
+    column_major_gemm(vendor::column_major(g), got.data());
+    EXPECT_TRUE(all_close(got, want, {batch, c.M, c.N}, tolerance::matmul(c.K))) << name(c);
+  }
+}
 
 // C = alpha · op(A) · op(B) + beta · C in place, against the oracle's product combined in double.
 template <class Space, class Tune>

@@ -25,6 +25,7 @@
 #include "commands.hpp"
 #include "ptk/core/cpu_features.hpp"
 #include "ptk/core/runtime.hpp"
+#include "ptk/core/vendor_blas.hpp"
 #include "ptk/nn/memory_estimate.hpp"
 #include "ptk/nn/model_files.hpp"
 
@@ -302,6 +303,9 @@ int info_command(const Args& args, bool kokkos_started) {
                                      (probe.built && !gpu_usable ? ": unusable here, no device" : ""));
   row("host execution space", std::string(Kokkos::DefaultHostExecutionSpace::name()) + " (--device host), " +
                                   std::to_string(host_threads) + " threads");
+  // Looked up only where it can run: loading cuBLAS (about 600 MB with cublasLt) is for a machine with the GPU.
+  row("16-bit GEMM (default)",
+      !probe.built || gpu_usable ? vendor::gemm16_route() : std::string("portable: no device"));
 
   std::cout << "\nDevices\n";
   row("host", std::to_string(std::thread::hardware_concurrency()) + " CPUs, " + gib(runtime::host_total_bytes()) +

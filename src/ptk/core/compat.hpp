@@ -77,6 +77,16 @@ KOKKOS_FORCEINLINE_FUNCTION float mul_add(float a, float b, float c) {
 #endif
 }
 
+// The native stream a space's kernels run on (cudaStream_t as void*), for a vendor library called between them;
+// nullptr elsewhere.
+template <class Space>
+void* native_stream(const Space&) {
+  return nullptr;
+}
+#if defined(KOKKOS_ENABLE_CUDA)
+inline void* native_stream(const Kokkos::Cuda& space) { return space.cuda_stream(); }
+#endif
+
 // HIP left Kokkos::Experimental in 4.0.
 #if defined(KOKKOS_ENABLE_HIP)
 #if KOKKOS_VERSION >= 40000

@@ -11,6 +11,7 @@
 #include <KokkosBlas3_gemm.hpp>
 
 #include "ptk/core/tensor.hpp"
+#include "ptk/core/vendor_blas.hpp"
 #include "ptk/kernels/instances.hpp"
 #include "ptk/kernels/matmul_blocked.hpp"
 #include "ptk/kernels/matmul_decode.hpp"
@@ -24,10 +25,23 @@ enum class MatmulImpl {
   kokkos_blas,  // KokkosBlas::gemm: OpenBLAS / cuBLAS through Kokkos Kernels' TPLs where enabled
 };
 
+// The vendor GEMM (core/vendor_blas.hpp) for two 16-bit operands, on the stream Space's kernels run on; false: not
+// taken (no cuBLAS, or the route is off), the caller runs its own kernel.
+template <class Space, class E>
+bool matmul_vendor16(const Tensor3<Space>& c, const ConstTensor3Of<Space, E>& a, const ConstTensor3Of<Space, E>& b,
+                     bool trans_a, bool trans_b, float alpha, float beta) {
+  const auto matrix = [](const auto& v) { return v.extent(0) == 1 ? 0LL : static_cast<long long>(v.extent(1) * v.extent(2)); };
+  const vendor::Gemm16 g{std::is_same_v<E, ::ptk::bf16> ? vendor::Operand::bf16 : vendor::Operand::f16,
+                         static_cast<int>(c.extent(0)), static_cast<int>(c.extent(1)), static_cast<int>(c.extent(2)),
+                         static_cast<int>(trans_a ? a.extent(1) : a.extent(2)), trans_a, trans_b, a.data(), matrix(a),
+                         b.data(), matrix(b), c.data(), alpha, beta};
+  return vendor::gemm16(g, compat::native_stream(Space()));
+}
+
 // c = alpha · op(a) · op(b) + beta · c (beta = 0: c is only written). The portable kernel is the
 // decode kernel (matmul_decode.hpp) for a few f32 rows against a shared [N,K] weight (decode_applies),
-// else the GEMM Tune::matmul names (tuning.hpp): the host's cache-blocked one or the GPU's register-tiled one.
-// KokkosBlas::gemm (impl) takes f32 only.
+// else the GEMM Tune::matmul names (tuning.hpp): the host's cache-blocked one or the GPU's register-tiled one, and
+// on a GPU for two 16-bit operands the vendor GEMM where there is one. KokkosBlas::gemm (impl) takes f32 only.
 template <class Space, class Tune = Tuning<Space>, class EA = float, class EB = float>
 void matmul_forward(const Tensor3<Space>& c, const Same<ConstTensor3Of<Space, EA>>& a,
                     const Same<ConstTensor3Of<Space, EB>>& b, bool trans_a, bool trans_b, float alpha, float beta,
@@ -49,6 +63,10 @@ void matmul_forward(const Tensor3<Space>& c, const Same<ConstTensor3Of<Space, EA
     }
   } else {
     require(impl == MatmulImpl::portable, "matmul: KokkosBlas::gemm takes f32 operands only");
+  }
+  if constexpr (Tune::matmul::vendor_gemm16 && !is_host_space_v<Space> && std::is_same_v<EA, EB> &&
+                !std::is_same_v<EA, float>) {
+    if (matmul_vendor16<Space, EA>(c, a, b, trans_a, trans_b, alpha, beta)) return;
   }
   if constexpr (std::is_same_v<EA, float>) {
     // decode_applies reads b's extents only: an f32 view of them, over no data, stands in for a stored b.

@@ -78,6 +78,7 @@ struct HostMatmul {
   static constexpr int team_size = 1;
   static constexpr int scratch_level = 1;
   static constexpr int chunk = 64;  // k summed plainly in registers before it is added to the tile
+  static constexpr bool vendor_gemm16 = false;  // this GEMM for every dtype
 };
 
 // GPU: the register-tiled kernel (MatmulRegisterTiled). A 128 x 64 block of C per thread block of
@@ -101,6 +102,10 @@ struct GpuMatmul {
   static constexpr int scratch_level = 0;
   static constexpr int chunk = 256;  // k-steps summed in the chunk registers (a multiple of slab)
   static constexpr int launch_min_blocks = 2;
+  // bf16 × bf16 and f16 × f16 products go to the vendor GEMM on the tensor cores (core/vendor_blas.hpp: cuBLAS,
+  // loaded at run time) where it is there; the kernel above converts in its tile copies and multiplies in fp32
+  // FMAs, 20-37x slower on an H100 (docs/benchmarks.md, "GPU results"). Never on the emulating host.
+  static constexpr bool vendor_gemm16 = true;
   static_assert(threads % team_size == 0 && chunk % slab == 0, "GpuMatmul: inconsistent tiles");
 };
 
