@@ -9,18 +9,21 @@
 # It runs, each step bounded (timeouts; under 8 minutes in all on an H100) and logged into OUT_DIR:
 #   1. nvidia-smi (or the CPU) and `ptk info` (what Kokkos sees);
 #   2. the parity suite on the device (PTK_DEVICE=default ptk_tests: every kernel against the float64
-#      oracle with the device's own tuning), gtest JSON in tests.json;
-#   3. the quick sweep of ptk's kernels and the device copy (bench.json), decode with each KV-cache
+#      oracle with the device's own tuning; the bf16/f16 GEMM through cuBLAS and through ptk's kernel), gtest JSON
+#      in tests.json;
+#   3. the quick sweep of ptk's kernels and the device copy (bench.json; the 16-bit GEMM as routed, ptk, and ptk's
+#      own kernel, ptk_portable), decode with each KV-cache
 #      dtype (bench_kv.json); on the GPU, PyTorch's ops at the same shapes on the same GPU
 #      (scripts/device_torch.py: torch.json; 16-bit GEMMs in PyTorch's 16-bit types) and a ratio
 #      table (report.md) by scripts/device_report.py;
 #   4. decode against PyTorch on the same device: ptk_bench's decode family (--quick) and scripts/decode_torch.py
 #      at the same models, contexts and batch (decode.md);
 #   5. a 200-step `ptk train` (train.log), and fp32 against bf16 and f16 mixed precision over 300 steps
-#      (scripts/mixed_precision_curves.py: mixed_precision.md; GPU only).
+#      (scripts/mixed_precision_curves.py: mixed_precision.md; GPU only); 20 steps of a GPT-2-small-shaped model
+#      in each dtype (train_<dtype>.log; GPU only).
 # Everything printed goes to OUT_DIR/device_check.log; OUT_DIR/device_check.json has each step's status and
-# seconds, the parity counts and the device. The carried build needs only libcudart.so.11.0 (carried) and the
-# driver's libcuda.so.1.
+# seconds, the parity counts and the device. The carried build (.device/pack.tar.xz) needs only libcudart.so.11.0
+# (carried) and the driver's libcuda.so.1; the bf16/f16 GEMM takes the machine's own cuBLAS where there is one.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -39,7 +42,9 @@ if [ "${1:-}" = "--pack" ]; then
       *) cp -L "$lib" .device/lib/ ;;
     esac
   done
-  tar -C .device -cJf .device/lib.tar.xz lib && rm -rf .device/lib
+  # Binaries and libraries in one xz archive: uncompressed they are over 80 MB with the launcher's module.
+  tar -C .device -cf - ptk ptk_tests ptk_bench ptk-launcher backends lib | xz -T2 -6 > .device/pack.tar.xz
+  (cd .device && rm -rf ptk ptk_tests ptk_bench ptk-launcher backends lib)
   grep -qx '/.device/' .git/info/exclude 2>/dev/null || echo '/.device/' >> .git/info/exclude
   du -sh .device
   ls .device
@@ -62,8 +67,17 @@ out=${1:-${OUT:-build/device}}
 mkdir -p "$out"
 exec > >(tee "$out/device_check.log") 2>&1
 if [ "$backend" = cuda ]; then
-  [ -d .device/lib ] || tar -C .device -xJf .device/lib.tar.xz
+  [ -x .device/ptk_tests ] || tar -C .device -xJf .device/pack.tar.xz
   export LD_LIBRARY_PATH=$PWD/.device/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+fi
+if [ "$backend" = cuda ] && [ -z "${PTK_CUBLAS:-}" ]; then
+  # The vendor GEMM's cuBLAS (src/ptk/core/vendor_blas.hpp), the machine's own (whichever major its driver pairs
+  # with): on the loader's path, else the CUDA toolkit's or PyTorch's copy. Found, the parity suite requires that
+  # the bf16/f16 GEMM takes it (PTK_EXPECT_VENDOR_GEMM).
+  PTK_CUBLAS=$(ldconfig -p | awk '/libcublas\.so\.1[1-9] / {print $NF; exit}')
+  [ -n "$PTK_CUBLAS" ] || PTK_CUBLAS=$(find /usr/local/cuda*/lib* /opt /usr/lib -name 'libcublas.so.1[1-9]' 2>/dev/null | sort -r | head -1)
+  [ -n "$PTK_CUBLAS" ] && export PTK_CUBLAS PTK_EXPECT_VENDOR_GEMM=cuBLAS
+  echo "device_check: cuBLAS for the 16-bit GEMM: ${PTK_CUBLAS:-none found}"
 fi
 [ -x "$bin/ptk_tests" ] || { echo "device_check: no $bin/ptk_tests (build it first; see the top of this script)" >&2; exit 2; }
 steps=()
@@ -102,7 +116,7 @@ parity() {
   return $status
 }
 sweep() {
-  timeout "${PTK_DEVICE_BENCH_S:-180}" "$bin/ptk_bench" --quick --benchmark_filter='/(ptk|memcpy|kokkos_blas)/' \
+  timeout "${PTK_DEVICE_BENCH_S:-180}" "$bin/ptk_bench" --quick --benchmark_filter='/(ptk|ptk_portable|memcpy|kokkos_blas)/' \
     --benchmark_out="$out/bench.json" --benchmark_out_format=json > "$out/bench.log" 2>&1
 }
 sweep_kv() {
@@ -131,6 +145,20 @@ train() {
   tail -4 "$out/train.log"
   return $status
 }
+train_dtypes() {  # a GPT-2-small-shaped step (12 layers, 768 wide, B 8 x T 256) in f32, bf16 and f16: the GEMMs' share
+  local dtype status=0
+  echo "| --dtype | median ms/step (steps 6-20) | tokens/s |"
+  echo "|---|---|---|"
+  for dtype in f32 bf16 f16; do
+    timeout 100 "${ptk[@]}" train --steps 20 --layers 12 --width 768 --heads 12 --block 256 --batch 8 --dtype $dtype \
+      --data data/kjv_genesis_exodus.txt > "$out/train_$dtype.log" 2>&1 || status=$?
+    local ms=$(grep -o '^step [0-9]*/20 .* ms/step' "$out/train_$dtype.log" |
+      awk -F'|' '{ split($1, a, " "); split(a[2], b, "/"); if (b[1] > 5) { split($5, w, " "); print w[1] } }' |
+      sort -n | awk '{ v[NR] = $1 } END { print NR ? v[int((NR + 1) / 2)] : 0 }')
+    awk -v d=$dtype -v m="$ms" 'BEGIN { printf "| %s | %.1f | %.0f |\n", d, m, (m > 0 ? 8 * 256 * 1000 / m : 0) }'
+  done
+  return $status
+}
 mixed_precision() {
   timeout 150 "$py" scripts/mixed_precision_curves.py "$bin/ptk" --steps 300 -- --data data/kjv_genesis_exodus.txt \
     > "$out/mixed_precision.md" 2> "$out/mixed_precision.log"
@@ -149,6 +177,7 @@ run "decode with a 16-bit KV cache" sweep_kv
 run "decode against PyTorch (decode_torch.py --device $backend)" decode
 run "ptk train, 200 steps" train
 [ "$backend" = cuda ] && run "mixed precision against fp32 (300 steps each)" mixed_precision
+[ "$backend" = cuda ] && run "a GPT-2-small-shaped training step per dtype" train_dtypes
 
 read -r ran failed < <("$py" -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["tests"], d["failures"])' \
   "$out/tests.json" 2>/dev/null || echo "0 0")
