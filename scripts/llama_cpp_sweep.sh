@@ -74,7 +74,7 @@ prompt() { /usr/bin/python3 -c "import random; r = random.Random(1); print(' '.j
 run_ptk() {  # dtype length round
   local ids; ids=$(prompt "$2")
   OMP_NUM_THREADS=$threads OMP_PROC_BIND=spread OMP_PLACES=threads "$ptk" generate --model "$model.$1.gguf" \
-    --tokenizer "$model" --dtype "$1" --kv-dtype "$kv" --prompt-ids "$ids" -n "$n" \
+    --tokenizer "$model" --dtype "$1" --kv-dtype "$kv" --prompt-ids "$ids" -n "$n" --ignore-eos \
     --temperature 0 --ids --device host >"$out/ptk.$1.$2.$3.ids" 2>"$out/ptk.$1.$2.$3.err"
   tail -1 "$out/ptk.$1.$2.$3.err" >"$out/ptk.$1.$2.$3.txt"
 }

@@ -31,14 +31,14 @@ for model in llama gpt2; do
     p=${prompts[$i]}
     ids=$("$ptk" tokenize --tokenizer "$m" --text "$p") || fail "tokenize '$p'"
     [ "$ids" = "$(cat "$m/ref/$i.ids")" ] || fail "$model '$p': ptk's ids $ids, the reference's $(cat "$m/ref/$i.ids")"
-    "$ptk" generate --model "$m" --prompt "$p" -n 24 --temperature 0 --ids --logits "$dir/logits.npy" --device host \
+    "$ptk" generate --model "$m" --prompt "$p" -n 24 --ignore-eos --temperature 0 --ids --logits "$dir/logits.npy" --device host \
       >"$dir/ptk" 2>"$dir/err" || fail "generate $model: $(cat "$dir/err")"
     [ "$(cat "$dir/ptk")" = "$(cat "$m/ref/$i.greedy")" ] ||
       fail "$model '$p': ptk's greedy tokens $(cat "$dir/ptk"), the reference's $(cat "$m/ref/$i.greedy")"
     err=$($py "$ref" compare "$dir/logits.npy" "$m/ref/$i.npy" "$m/config.json") || fail "$model '$p' logits: $err"
     echo "ok: $model '$p': ids equal, 24 greedy tokens equal, logit error $err"
     stored=$([ $model = llama ] && echo bf16 || echo f16)
-    "$ptk" generate --model "$m" --prompt "$p" -n 24 --temperature 0 --ids --dtype $stored --device host >"$dir/bf16" \
+    "$ptk" generate --model "$m" --prompt "$p" -n 24 --ignore-eos --temperature 0 --ids --dtype $stored --device host >"$dir/bf16" \
       2>"$dir/err" || fail "generate $model --dtype $stored: $(cat "$dir/err")"
     same=$($py -c "import sys; a, b = (open(p).readline().split() for p in sys.argv[1:3]); print(next((i for i in range(min(len(a), len(b))) if a[i] != b[i]), min(len(a), len(b))))" "$dir/bf16" "$m/ref/$i.greedy")
     echo "report: $model '$p' --dtype $stored (as stored): $same of 24 greedy tokens equal before the first difference"
@@ -86,7 +86,7 @@ expect_refusal "a directory without config.json" "a directory without config.jso
 
 # Mistral's sliding window shorter than the context: the context is capped at the window, and said so.
 variant mistral 'c["architectures"] = ["MistralForCausalLM"]; c["sliding_window"] = 16'
-"$ptk" generate --model "$dir/mistral" --prompt "And God said" -n 12 --temperature 0 --ids --device host >"$dir/out" \
+"$ptk" generate --model "$dir/mistral" --prompt "And God said" -n 12 --ignore-eos --temperature 0 --ids --device host >"$dir/out" \
   2>"$dir/err" || fail "mistral: $(cat "$dir/err")"
 grep -q "context capped at sliding_window 16" "$dir/err" || fail "mistral: no note of the capped context: $(cat "$dir/err")"
 [ "$(cat "$dir/out")" = "$(cut -d' ' -f1-12 "$dir/llama/ref/0.greedy")" ] ||
@@ -94,4 +94,16 @@ grep -q "context capped at sliding_window 16" "$dir/err" || fail "mistral: no no
 echo "ok: MistralForCausalLM with sliding_window 16: $(head -1 "$dir/err")"
 expect_refusal "mistral past its window" "beyond the model's context 16" \
   "$ptk" generate --model "$dir/mistral" --prompt "And God said" -n 14 --device host
+# The end of a text: with eos_token_id set to the first greedy token of "And God said", generate emits that token
+# and stops (the text path renders nothing for it), and says so; --ignore-eos goes on to -n.
+first=$(cut -d' ' -f1 "$dir/llama/ref/0.greedy")
+variant eos "c['eos_token_id'] = $first"
+"$ptk" generate --model "$dir/eos" --prompt "And God said" -n 12 --temperature 0 --ids --device host >"$dir/out" \
+  2>"$dir/err" || fail "eos: $(cat "$dir/err")"
+[ "$(cat "$dir/out")" = "$first" ] || fail "eos $first: generated $(cat "$dir/out")"
+grep -q "the model ended its text (end-of-sequence id $first) after 1 of 12 tokens" "$dir/err" ||
+  fail "eos: no note of the end: $(cat "$dir/err")"
+"$ptk" generate --model "$dir/eos" --prompt "And God said" -n 12 --ignore-eos --temperature 0 --ids --device host \
+  >"$dir/out" 2>/dev/null && [ "$(wc -w <"$dir/out")" -eq 12 ] || fail "eos with --ignore-eos: $(cat "$dir/out")"
+echo "ok: eos_token_id ends the text after its token ($first); --ignore-eos goes on to -n"
 echo "PASS"

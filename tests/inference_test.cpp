@@ -1,7 +1,12 @@
 // Generation with a KV cache: the logits of a prefill and of every decode step after it against the float64
 // oracle's full recomputation of the whole sequence (prefill lengths 1, 7, 64 and block − 1; batch 2), greedy
-// generation against the argmax of full recomputations, seeded sampling repeatable, and the refusals.
+// generation against the argmax of full recomputations, seeded sampling repeatable, rows ending at a stop id, and
+// the refusals.
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <optional>
+#include <utility>
 
 #include "parity.hpp"
 #include "ptk/kernels/matmul_decode.hpp"
@@ -252,6 +257,40 @@ TEST(Inference, GreedyGenerationIsTheArgmaxOfFullRecomputation) {
       seq.push_back(argmax);
     }
   }
+}
+
+// A row ends with the stop id: emitted, then nothing; generation ends when every row has ended; a row's tokens
+// before its end are those of a run without a stop id (its draws are not shifted by another row's end).
+TEST(Inference, RowsEndAtTheStopId) {
+  const nn::DecoderConfig c{1, 2, 8, 32, 11};
+  const nn::Decoder model(c, kHost, 5);
+  randomize(model);
+  const int B = 2, P = 3;
+  const auto prompts = random_tokens(static_cast<std::size_t>(B * P), c.vocab_size, 4);
+  const auto run = [&](std::optional<int> stop) {
+    nn::GenerateOptions options;
+    options.new_tokens = 20;
+    options.seed = 7;
+    options.sampling = {1.0f, 0, 1.0f};
+    options.stop_id = stop;
+    std::vector<std::vector<int>> out(B);
+    const auto stats = nn::generate(model, prompts, B, options, [&](int b, int t) { out[b].push_back(t); });
+    return std::make_pair(out, stats.new_tokens);
+  };
+  const auto [full, steps] = run(std::nullopt);
+  ASSERT_EQ(steps, 20);
+  // The stop id: row 0's third token; where it first comes in each row decides that row's length.
+  const int stop = full[0][2];
+  std::size_t longest = 0;
+  const auto [cut, cut_steps] = run(stop);
+  for (int b = 0; b < B; ++b) {
+    const auto at = std::find(full[b].begin(), full[b].end(), stop);
+    const std::vector<int> want(full[b].begin(), at == full[b].end() ? at : at + 1);
+    EXPECT_EQ(cut[b], want) << "row " << b;
+    longest = std::max(longest, want.size());
+  }
+  EXPECT_EQ(cut_steps, static_cast<int>(longest));
+  EXPECT_LE(cut[0].size(), 3u);
 }
 
 TEST(Inference, SeededSamplingRepeatsAndRefusals) {

@@ -45,10 +45,10 @@ prompts=("And God said" "In the beginning God created the heaven" "And Moses wen
 for prompt in "${prompts[@]}"; do
   ids=$("$ptk" tokenize --tokenizer "$tok" --text "$prompt" --no-bos) || fail "tokenize '$prompt'"
   for t in f32 q8_0; do
-    "$ptk" generate --load "$dir/m.safetensors" --tokenizer "$tok" --prompt "$prompt" -n 32 --temperature 0 --ids \
+    "$ptk" generate --load "$dir/m.safetensors" --tokenizer "$tok" --prompt "$prompt" -n 32 --ignore-eos --temperature 0 --ids \
       --dtype $t --device host >"$dir/ptk" 2>"$dir/err" || fail "generate --dtype $t: $(cat "$dir/err")"
     # ptk's GGUF reader: the file it wrote runs as the checkpoint does, token for token (q8_0: the same blocks).
-    "$ptk" generate --model "$dir/m.$t.gguf" --tokenizer "$tok" --prompt "$prompt" -n 32 --temperature 0 --ids \
+    "$ptk" generate --model "$dir/m.$t.gguf" --tokenizer "$tok" --prompt "$prompt" -n 32 --ignore-eos --temperature 0 --ids \
       --dtype $t --device host >"$dir/ptk_gguf" 2>"$dir/err" || fail "generate --model m.$t.gguf: $(cat "$dir/err")"
     cmp -s "$dir/ptk" "$dir/ptk_gguf" || fail "$t '$prompt': ptk on its GGUF file $(cat "$dir/ptk_gguf"), on the checkpoint $(cat "$dir/ptk")"
     timeout 300 node "$src/tests/llama_cpp_reference.mjs" "$cache" "$dir/m.$t.gguf" 32 "$ids" "$prompt" >"$dir/llama" \

@@ -1,6 +1,7 @@
 // ptk generate: text from a model with a KV cache (nn/inference.hpp): a ptk checkpoint, a Hugging Face directory or
-// a GGUF file (model_source.hpp). The prompt is echoed, the new text streamed as it is drawn, and prefill and decode
-// speeds and the peak resident memory printed at the end (on stderr, so that stdout is the text alone).
+// a GGUF file (model_source.hpp). The prompt is echoed, the new text streamed as it is drawn up to -n tokens or the
+// model's end-of-sequence token, and prefill and decode speeds and the peak resident memory printed at the end (on
+// stderr, so that stdout is the text alone).
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -37,7 +38,7 @@ struct Options {
   float temperature = 1.0f, top_p = 1.0f;
   int top_k = 0;
   std::uint64_t seed = 1337;
-  bool ids = false;
+  bool ids = false, ignore_eos = false;
 };
 
 // The prompt's bytes, at most the model's block_size of them (a longer prompt cannot run); a file that is not a
@@ -76,6 +77,20 @@ std::string rate(int tokens, double seconds) {
 }
 
 // The line on stderr: "prefill: N tokens in X ms (Y tokens/s); decode: ...; <device>; peak resident memory Z".
+// The model's end-of-sequence id: its files' (config.json, GGUF), else its tokenizer's; none for a byte vocabulary.
+std::optional<int> end_of_sequence(const ModelSource& source) {
+  if (const auto eos = source.files->eos()) return eos;
+  if (source.tokenizer) return source.tokenizer->special_ids().eos;
+  return std::nullopt;
+}
+
+// A line before the speeds when the model ended its text before -n tokens.
+std::string stopped(const nn::GenerateStats& stats, const nn::GenerateOptions& options) {
+  if (!options.stop_id || stats.new_tokens >= options.new_tokens) return "";
+  return "generate: the model ended its text (end-of-sequence id " + std::to_string(*options.stop_id) + ") after " +
+         std::to_string(stats.new_tokens) + " of " + std::to_string(options.new_tokens) + " tokens (--ignore-eos goes on)\n";
+}
+
 std::string speeds(const nn::GenerateStats& stats, ag::Device device) {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);  // ru_maxrss: KiB on Linux (the mapped files' pages that were read count too)
@@ -112,6 +127,8 @@ void add_options(CLI::App& app, Options& o, CLI::Option*& n) {
       ->capture_default_str()->check(CLI::IsMember({"host", "default"}));
   app.add_option("--dtype", o.dtype, "the linear layers' weights stored as f32, bf16, f16, q8_0 or q4_0 (converted at load)")
       ->capture_default_str()->check(CLI::IsMember({"f32", "bf16", "f16", "q8_0", "q4_0"}));
+  app.add_flag("--ignore-eos", o.ignore_eos, "go on past the model's end-of-sequence token (config.json's or GGUF's "
+               "eos_token_id, else the tokenizer's) to -n tokens, as a benchmark against a fixed count does");
   app.add_option("--kv-dtype", o.kv_dtype, "the KV cache's keys and values stored as f32, bf16 or f16")
       ->capture_default_str()->check(CLI::IsMember({"f32", "bf16", "f16"}));
 }
@@ -210,6 +227,7 @@ int generate_command(const Args& args) {
   options.sampling = {o.temperature, o.top_k, o.top_p};
   options.seed = o.seed;
   options.kv_dtype = kv_dtype;
+  if (!o.ignore_eos) options.stop_id = end_of_sequence(source);
   const SampleStream stream(isatty(STDOUT_FILENO) != 0);
   if (o.ids) {  // the ids alone, to compare with another engine's (llama.cpp's) token for token
     std::string line;
@@ -218,7 +236,7 @@ int generate_command(const Args& args) {
     });
     std::cout << line << std::endl;
     check_stdout("generate");
-    std::cerr << speeds(stats, device) << '\n';
+    std::cerr << stopped(stats, options) << speeds(stats, device) << '\n';
     return 0;
   }
   for (unsigned char c : text) stream(c);
@@ -231,6 +249,7 @@ int generate_command(const Args& args) {
   }
   const nn::Vocab* bytes = source.files->vocab();
   const auto stats = nn::generate(model, ids, 1, options, [&](int, int token) {
+    if (token == options.stop_id) return;  // the end of the text, not a part of it
     if (!decoder) return stream(bytes->byte(token));
     // A model's vocabulary may be wider than its tokenizer's (rows padded to a multiple of 64 or 128): such a row
     // has no text, and shows as U+FFFD.
@@ -241,7 +260,7 @@ int generate_command(const Args& args) {
     for (char c : decoder->finish()) stream(static_cast<unsigned char>(c));
   std::cout << std::endl;
   check_stdout("generate");
-  std::cerr << speeds(stats, device) << '\n';
+  std::cerr << stopped(stats, options) << speeds(stats, device) << '\n';
   return 0;
 }
 

@@ -93,6 +93,8 @@ GenerateStats generate(const Decoder& model, const std::vector<int>& prompts, in
     return ids;
   };
 
+  std::vector<char> ended(static_cast<std::size_t>(batch), 0);  // the row has emitted options.stop_id
+  int rows_ended = 0;
   GenerateStats stats{batch, P, 0, 0.0, 0.0};
   using Clock = std::chrono::steady_clock;
   auto t0 = Clock::now();
@@ -105,10 +107,13 @@ GenerateStats generate(const Decoder& model, const std::vector<int>& prompts, in
     (n == 0 ? stats.prefill_seconds : stats.decode_seconds) += std::chrono::duration<double>(t1 - t0).count();
     ++stats.new_tokens;
     for (int b = 0; b < batch; ++b) {
-      history[static_cast<std::size_t>(b)].push_back(next[static_cast<std::size_t>(b)]);
-      if (emit) emit(b, next[static_cast<std::size_t>(b)]);
+      const int token = next[static_cast<std::size_t>(b)];
+      history[static_cast<std::size_t>(b)].push_back(token);
+      if (ended[static_cast<std::size_t>(b)]) continue;
+      if (emit) emit(b, token);
+      if (options.stop_id && token == *options.stop_id) ended[static_cast<std::size_t>(b)] = 1, ++rows_ended;
     }
-    if (n + 1 == options.new_tokens) break;
+    if (n + 1 == options.new_tokens || rows_ended == batch) break;
     t0 = Clock::now();
     if (cache.length == cache.capacity) {  // only with slide (checked above)
       cache.length = 0;

@@ -3,6 +3,7 @@
 // token then costs one position of work (decode) instead of a recomputation of the whole context.
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "ptk/autograd/inference.hpp"
@@ -51,6 +52,9 @@ struct GenerateOptions {
   // sequence's last half block is run again as a new prompt and generation goes on (train --sample).
   bool slide = false;
   DType kv_dtype = DType::f32;  // the KV cache's element type: f32, bf16 or f16
+  // A row ends with this token (the model's end of sequence): it is emitted, and nothing after it; generation ends
+  // when every row has ended or has new_tokens. None: every row gets new_tokens.
+  std::optional<int> stop_id;
 };
 
 struct GenerateStats {
@@ -60,7 +64,8 @@ struct GenerateStats {
 
 // Generates options.new_tokens tokens after each of `batch` prompts of one length (prompts: [batch, P] row-major).
 // The draws come from a 64-bit Mersenne Twister seeded with options.seed: u = (next >> 40) · 2^-24 per row and
-// token, in row order. emit(row, token) receives each token as soon as it is drawn.
+// token, in row order. emit(row, token) receives each token as soon as it is drawn (a row that has ended receives
+// none; its draws still happen, so that the other rows' do not depend on when it ended).
 GenerateStats generate(const Decoder& model, const std::vector<int>& prompts, int batch, const GenerateOptions& options,
                        const std::function<void(int, int)>& emit);
 
