@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "matmul_cases.hpp"
 #include "parity.hpp"
 #include "ptk/core/vendor_blas.hpp"
 #include "ptk/kernels/detail/load.hpp"
@@ -18,20 +19,6 @@
 
 namespace ptk::test {
 namespace {
-
-struct MatmulCase {
-  std::int64_t batch_a, batch_b;  // 0: that operand is rank 2
-  std::int64_t M, N, K;
-  bool trans_a, trans_b;
-};
-
-std::string name(const MatmulCase& c) {
-  return "A" + std::to_string(c.batch_a) + (c.trans_a ? "T" : "N") + "_B" + std::to_string(c.batch_b) +
-         (c.trans_b ? "T" : "N") + "_M" + std::to_string(c.M) + "_N" + std::to_string(c.N) + "_K" + std::to_string(c.K);
-}
-
-// gtest and ctest show the case by its name, not its bytes.
-void PrintTo(const MatmulCase& c, std::ostream* os) { *os << name(c); }
 
 // The sweep: odd sizes on every axis, all transpose combinations, batched and broadcast operands.
 const std::vector<MatmulCase> kCases = [] {
@@ -59,12 +46,6 @@ const std::vector<MatmulCase> kCases = [] {
   cases.push_back({6, 6, 64, 32, 64, false, false});
   return cases;
 }();
-
-Shape operand_shape(std::int64_t batch, std::int64_t rows, std::int64_t cols, bool trans) {
-  Shape s = trans ? Shape{cols, rows} : Shape{rows, cols};
-  if (batch > 0) s.insert(s.begin(), batch);
-  return s;
-}
 
 template <class Space, class Tune>
 void check_matmul(const MatmulCase& c) {
@@ -126,38 +107,6 @@ void check_stored_matmul(const MatmulCase& c) {
   }
 }
 
-// Which GEMM a GPU gives two 16-bit operands: PTK_EXPECT_VENDOR_GEMM (the device check sets it to "cuBLAS" where
-// it finds a cuBLAS) names the route that must be taken, so that a silent fallback to ptk's kernel fails; elsewhere
-// a host build says it runs its own. Where the route is cuBLAS, the switch turns it off and on.
-TEST(VendorGemm, RouteIsTheExpectedOne) {
-  const std::string route = vendor::gemm16_route();
-  std::cout << "bf16/f16 GEMM on the default space: " << route << "\n";
-  RecordProperty("route", route);
-  if (const char* want = std::getenv("PTK_EXPECT_VENDOR_GEMM"); want && *want)
-    EXPECT_EQ(route.rfind(want, 0), 0u) << "expected the route to be " << want;
-  else if (is_host_space_v<Kokkos::DefaultExecutionSpace>)
-    EXPECT_EQ(route, "portable: the host's own GEMM");
-  if (route.rfind("cuBLAS", 0) != 0) return;
-  const bool was = vendor::enable_gemm16(false);
-  EXPECT_EQ(vendor::gemm16_route(), "portable: PTK_VENDOR_GEMM=0");
-  vendor::enable_gemm16(was);
-  EXPECT_EQ(vendor::gemm16_route(), route);
-}
-
-// The stored types change only the tile copies, so their sweep is a smaller one that still reaches every copy
-// path: odd sizes, every transpose pair, batched and broadcast operands, a long K (the f32 sweep's largest cases,
-// four times over, made the debug build's GPU-tuning run 190 s longer).
-const std::vector<MatmulCase> kStoredCases = [] {
-  std::vector<MatmulCase> cases{{0, 0, 1, 1, 1, false, false}, {0, 0, 3, 3, 3, false, false},
-                                {0, 0, 17, 17, 17, false, false}, {0, 0, 127, 1, 513, false, false},
-                                {4, 0, 33, 129, 17, false, true},  {0, 2, 5, 7, 513, true, false},
-                                {3, 3, 17, 9, 65, true, true},     {0, 0, 3, 5, 4096, false, false},
-                                {3, 0, 9, 17, 33, true, false}};  // a batched and transposed, b shared
-  for (bool ta : {false, true})
-    for (bool tb : {false, true}) cases.push_back({0, 0, 17, 127, 33, ta, tb});
-  return cases;
-}();
-
 class MatmulStoredParity : public ::testing::TestWithParam<MatmulCase> {};
 
 TEST_P(MatmulStoredParity, Forward) {
@@ -173,42 +122,6 @@ TEST_P(MatmulStoredParity, Forward) {
 
 INSTANTIATE_TEST_SUITE_P(Sweep, MatmulStoredParity, ::testing::ValuesIn(kStoredCases),
                          [](const auto& info) { return name(info.param); });
-
-// BLAS's column-major GEMM as its reference implementation defines it, in double: C(i, j) = Σ_l X(i, l) · Y(l, j)
-// with X(i, l) = x[i + l · ld] (transposed: x[l + i · ld]), batch by batch at the call's strides.
-void column_major_gemm(const vendor::ColumnMajorGemm& g, float* c) {
-  for (int batch = 0; batch < g.batches; ++batch) {
-    const float* x = static_cast<const float*>(g.first) + batch * g.stride_first;
-    const float* y = static_cast<const float*>(g.second) + batch * g.stride_second;
-    for (int j = 0; j < g.n; ++j)
-      for (int i = 0; i < g.m; ++i) {
-        double sum = 0;
-        for (int l = 0; l < g.k; ++l)
-          sum += double(g.trans_first ? x[l + i * g.ld_first] : x[i + l * g.ld_first]) *
-                 double(g.trans_second ? y[j + l * g.ld_second] : y[l + j * g.ld_second]);
-        c[batch * g.stride_c + i + j * g.ldc] = static_cast<float>(sum);
-      }
-  }
-}
-
-// The column-major call the vendor GEMM makes (vendor::column_major: operands swapped, leading dimensions, the
-// batch folded under a shared b) computes the row-major product: no GPU needed to check the mapping, every stored
-// case (transposes, batched and broadcast operands) against the oracle.
-TEST(VendorGemm, ColumnMajorCallComputesTheRowMajorProduct) {
-  for (const MatmulCase& c : kStoredCases) {
-    const auto a = uniform(element_count(operand_shape(c.batch_a, c.M, c.K, c.trans_a)), -1, 1, name(c) + "a");
-    const auto b = uniform(element_count(operand_shape(c.batch_b, c.K, c.N, c.trans_b)), -1, 1, name(c) + "b");
-    const std::int64_t batch = std::max<std::int64_t>({c.batch_a, c.batch_b, 1});
-    std::vector<float> want(static_cast<std::size_t>(batch * c.M * c.N)), got(want.size(), NAN);
-    reference::matmul_forward(want.data(), a.data(), b.data(), batch, c.M, c.N, c.K, c.trans_a, c.trans_b,
-                              c.batch_a > 0, c.batch_b > 0);
-    const vendor::Gemm16 g{vendor::Operand::bf16, static_cast<int>(batch), static_cast<int>(c.M),
-                           static_cast<int>(c.N), static_cast<int>(c.K), c.trans_a, c.trans_b, a.data(),
-                           c.batch_a > 1 ? c.M * c.K : 0, b.data(), c.batch_b > 1 ? c.K * c.N : 0, nullptr, 1, 0};
-    column_major_gemm(vendor::column_major(g), got.data());
-    EXPECT_TRUE(all_close(got, want, {batch, c.M, c.N}, tolerance::matmul(c.K))) << name(c);
-  }
-}
 
 // C = alpha · op(A) · op(B) + beta · C in place, against the oracle's product combined in double.
 template <class Space, class Tune>
