@@ -98,31 +98,26 @@ void register_linear(std::int64_t M, std::int64_t N, std::int64_t K) {
 }
 
 // The same product with A and B stored as E (bf16 or f16; fp32 accumulation and C): shape key dtype=, beside the
-// f32 shape's entry for the ratio.
+// f32 shape's entry for the ratio. On a GPU "ptk" is the vendor GEMM where one loads (tuning.hpp, vendor_gemm16), and
+// "ptk_portable" ptk's own kernel beside it (the route turned off around each call).
 template <class E>
 void register_stored(std::int64_t M, std::int64_t N, std::int64_t K) {
   const auto shape = "M=" + std::to_string(M) + ",N=" + std::to_string(N) + ",K=" + std::to_string(K) +
                      ",dtype=" + dtype_name(Element<E>::dtype);
-  add("matmul", "ptk", shape, Rate::gflops, 2.0 * M * N * K, [=] {
-    const auto a = ops::convert<E>(random_tensor({1, M, K}, 1)), b = ops::convert<E>(random_tensor({1, K, N}, 2));
-    const Tensor<Space> c({1, M, N});
-    return std::function<void()>([=] {
-      kernels::matmul_forward<Space, kernels::Tuning<Space>, E, E>(c.batched_matrices(), a.batched_matrices(),
-                                                                   b.batched_matrices(), false, false, 1.0f, 0.0f);
-    });
-  });
-  // On a GPU "ptk" is the vendor GEMM where one loads (tuning.hpp, vendor_gemm16): ptk's own kernel beside it.
-  if constexpr (!is_host_space_v<Space>)
-    add("matmul", "ptk_portable", shape, Rate::gflops, 2.0 * M * N * K, [=] {
+  const auto product = [=](bool portable) {
+    return [=] {
       const auto a = ops::convert<E>(random_tensor({1, M, K}, 1)), b = ops::convert<E>(random_tensor({1, K, N}, 2));
       const Tensor<Space> c({1, M, N});
       return std::function<void()>([=] {
-        const bool was = vendor::enable_gemm16(false);
+        const bool was = portable ? vendor::enable_gemm16(false) : false;
         kernels::matmul_forward<Space, kernels::Tuning<Space>, E, E>(c.batched_matrices(), a.batched_matrices(),
                                                                      b.batched_matrices(), false, false, 1.0f, 0.0f);
-        vendor::enable_gemm16(was);
+        if (portable) vendor::enable_gemm16(was);
       });
-    });
+    };
+  };
+  add("matmul", "ptk", shape, Rate::gflops, 2.0 * M * N * K, product(false));
+  if constexpr (!is_host_space_v<Space>) add("matmul", "ptk_portable", shape, Rate::gflops, 2.0 * M * N * K, product(true));
 }
 
 // Attention-like batched products (per head: QKᵀ with trans_b, then P·V): many small matrices.

@@ -76,7 +76,6 @@ std::string rate(int tokens, double seconds) {
   return s.str();
 }
 
-// The line on stderr: "prefill: N tokens in X ms (Y tokens/s); decode: ...; <device>; peak resident memory Z".
 // The model's end-of-sequence id: its files' (config.json, GGUF), else its tokenizer's; none for a byte vocabulary.
 std::optional<int> end_of_sequence(const ModelSource& source) {
   if (const auto eos = source.files->eos()) return eos;
@@ -91,6 +90,7 @@ std::string stopped(const nn::GenerateStats& stats, const nn::GenerateOptions& o
          std::to_string(stats.new_tokens) + " of " + std::to_string(options.new_tokens) + " tokens (--ignore-eos goes on)\n";
 }
 
+// The line on stderr: "prefill: N tokens in X ms (Y tokens/s); decode: ...; <device>; peak resident memory Z".
 std::string speeds(const nn::GenerateStats& stats, ag::Device device) {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);  // ru_maxrss: KiB on Linux (the mapped files' pages that were read count too)
