@@ -120,6 +120,30 @@ with tempfile.TemporaryDirectory() as d:
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         put("sentencepiece", f"{kind}.model", open(f"{d}/{kind}.model", "rb").read())
 
+# GGUF files holding only a tokenizer (tokenizer.ggml.*, as llama.cpp's converter writes them): a SentencePiece BPE
+# vocabulary (<unk>, <s>, </s>, the 256 byte tokens, pieces scored by merge rank) and GPT-2's byte-level BPE.
+u32 = lambda v: struct.pack("<I", v)
+gstr = lambda x: struct.pack("<Q", len(x)) + x
+pieces = [b"<unk>", b"<s>", b"</s>"] + [b"<0x%02X>" % i for i in range(256)] + \
+         ["\u2581the", "\u2581t", "he", "th", "\u2581", "t", "h", "e"]
+pieces = [p if isinstance(p, bytes) else p.encode() for p in pieces]
+types = [2, 3, 3] + [6] * 256 + [1] * 8
+scores = [0.0] * 259 + [-float(i) for i in range(8)]
+put("gguf_tokenizer", "spm.gguf", gguf(
+    [("tokenizer.ggml.model", 8, gstr(b"llama")), ("tokenizer.ggml.tokens", 9, strings(pieces)),
+     ("tokenizer.ggml.scores", 9, struct.pack("<IQ", 6, len(scores)) + struct.pack(f"<{len(scores)}f", *scores)),
+     ("tokenizer.ggml.token_type", 9, struct.pack("<IQ", 5, len(types)) + struct.pack(f"<{len(types)}i", *types)),
+     ("tokenizer.ggml.bos_token_id", 4, u32(1)), ("tokenizer.ggml.eos_token_id", 4, u32(2)),
+     ("tokenizer.ggml.add_space_prefix", 7, b"\x01")], []))
+gpt2_tokens = sorted(vocab, key=vocab.get)
+gpt2_types = [3 if t == "<|endoftext|>" else 1 for t in gpt2_tokens]
+put("gguf_tokenizer", "gpt2.gguf", gguf(
+    [("tokenizer.ggml.model", 8, gstr(b"gpt2")), ("tokenizer.ggml.pre", 8, gstr(b"gpt2")),
+     ("tokenizer.ggml.tokens", 9, strings([t.encode() for t in gpt2_tokens])),
+     ("tokenizer.ggml.token_type", 9, struct.pack("<IQ", 5, len(gpt2_types)) + struct.pack(f"<{len(gpt2_types)}i", *gpt2_types)),
+     ("tokenizer.ggml.merges", 9, strings([f"{a} {b}".encode() for a, b in merges])),
+     ("tokenizer.ggml.bos_token_id", 4, u32(vocab["<|endoftext|>"])), ("tokenizer.ggml.add_bos_token", 7, b"\x00")], []))
+
 for i, line in enumerate(["Hello, world's 42 \U0001F389", "aaaaaaaaaaaaaaaa  the the\tthe\n\n",
                           "x<|endoftext|>y<|end|>z", "\u00e9\u0301 \u0663 \u180e\u0085\ufeff", "bad \xff"]):
     put("bpe_encode", f"text{i}", line.encode("utf-8", "surrogateescape") if i < 4 else b"bad \xff\xc3(")

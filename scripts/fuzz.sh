@@ -4,8 +4,9 @@
 #   scripts/fuzz.sh [--seconds N] [--jobs J] [TARGET ...]     (default: every target, 10 s each)
 #
 # Targets (fuzz/<target>_fuzz.cpp): npy, safetensors, gguf, hf_config, tokenizer_json, gpt2_vocab, sentencepiece,
-# bpe_encode. Each is built into build/fuzz/ from the reader's own sources (no Kokkos library; npy.cpp sees the
-# headers of the cpu preset's Kokkos, which scripts/bootstrap.sh cpu installs), then runs for N seconds from its
+# gguf_tokenizer, bpe_encode. Each is built into build/fuzz/ from the reader's own sources (no Kokkos library;
+# npy.cpp sees the headers of the cpu preset's Kokkos, which scripts/bootstrap.sh cpu installs), then runs for N
+# seconds from its
 # committed seeds (fuzz/corpus/<target>/, written by fuzz/make_seeds.py) and what it has found before
 # (build/fuzz/corpus/<target>/, never committed). A crash, a sanitizer report, an exception other than ptk::Error,
 # a refusal of more than one line or an allocation over 1 GiB fails the run; the input is saved as
@@ -22,7 +23,7 @@ while [ $# -gt 0 ]; do
     *) targets+=("$1"); shift ;;
   esac
 done
-[ ${#targets[@]} -gt 0 ] || targets=(npy safetensors gguf hf_config tokenizer_json gpt2_vocab sentencepiece bpe_encode)
+[ ${#targets[@]} -gt 0 ] || targets=(npy safetensors gguf hf_config tokenizer_json gpt2_vocab sentencepiece gguf_tokenizer bpe_encode)
 command -v clang++ >/dev/null || { echo "fuzz: clang++ not found (Debian: apt-get install clang)" >&2; exit 2; }
 kokkos=${PTK_CACHE:-$HOME/.cache/ptk}/kokkos-3.4.01/cpu/include
 [ -f "$kokkos/Kokkos_Core.hpp" ] || { echo "fuzz: no Kokkos headers in $kokkos (run scripts/bootstrap.sh cpu)" >&2; exit 2; }
@@ -37,10 +38,10 @@ declare -A sources=(
   [gguf]="src/ptk/io/gguf.cpp src/ptk/io/atomic_file.cpp"
   [hf_config]="src/ptk/nn/hf_config.cpp src/ptk/nn/decoder_config.cpp"
 )
-# The tokenizer library's sources and what they call in io (read_regular_file, crc32_hex, GGUF metadata).
-text_sources="src/ptk/io/atomic_file.cpp src/ptk/io/safetensors.cpp src/ptk/io/gguf.cpp $(ls src/ptk/text/*.cpp | tr '\n' ' ')"
+# The tokenizer library's sources and what they call in io (read_regular_file, crc32_hex, GGUF, a mapped file).
+text_sources="src/ptk/io/atomic_file.cpp src/ptk/io/safetensors.cpp src/ptk/io/gguf.cpp src/ptk/io/mapped_file.cpp $(ls src/ptk/text/*.cpp | tr '\n' ' ')"
 text_libs="$(pkg-config --libs libpcre2-8 sentencepiece) -lz"
-for t in tokenizer_json gpt2_vocab sentencepiece bpe_encode; do sources[$t]=$text_sources; done
+for t in tokenizer_json gpt2_vocab sentencepiece gguf_tokenizer bpe_encode; do sources[$t]=$text_sources; done
 
 build() {  # build TARGET: objects once each (ccache where present), then the fuzzer
   local t=$1 objs=() src obj
@@ -54,7 +55,7 @@ build() {  # build TARGET: objects once each (ccache where present), then the fu
   done
   local libs=""
   [ "$t" = safetensors ] && libs="-lz"
-  case "$t" in tokenizer_json | gpt2_vocab | sentencepiece | bpe_encode) libs=$text_libs ;; esac
+  case "$t" in tokenizer_json | gpt2_vocab | sentencepiece | gguf_tokenizer | bpe_encode) libs=$text_libs ;; esac
   clang++ "${flags[@]}" -fsanitize=fuzzer "fuzz/${t}_fuzz.cpp" "${objs[@]}" $libs -o "$out/$t"
 }
 

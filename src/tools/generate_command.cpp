@@ -104,8 +104,8 @@ void add_options(CLI::App& app, Options& o, CLI::Option*& n) {
                                                    "or a GGUF file")->check(file_name());
   app.add_option("--load", o.load, "a ptk checkpoint (its model file), as --model takes it")->excludes(model)->check(file_name());
   app.add_flag("--ids", o.ids, "print the new tokens' ids on one line (space-separated) instead of the text");
-  app.add_option("--tokenizer", o.tokenizer, "the model's tokenizer: the one a ptk checkpoint was trained on, a GGUF "
-                                             "file's (checked against it), or another for a directory's")->check(file_name());
+  app.add_option("--tokenizer", o.tokenizer, "the model's tokenizer: the one a ptk checkpoint was trained on, another "
+                                             "for a directory's or a GGUF file's own (checked against its tokens)")->check(file_name());
   auto* prompt = app.add_option("--prompt", o.prompt, "the text to continue (default: a newline)");
   auto* file = app.add_option("--prompt-file", o.prompt_file, "read the prompt from FILE (a regular file)")
                    ->excludes(prompt)->check(file_name());

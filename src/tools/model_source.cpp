@@ -55,10 +55,14 @@ ModelSource open_model_source(const std::string& command, const std::string& pat
     t = load(command, tokenizer_path.empty() ? path + ": " : "--tokenizer ",
              tokenizer_path.empty() ? f.tokenizer_directory() : tokenizer_path);
     m.add_bos = t->special_ids().add_bos;
+  } else if (tokenizer_path.empty()) {  // the file's own (tokenizer.ggml.*), as llama.cpp builds it
+    try {
+      t = text::tokenizer_from_gguf(*f.gguf(), path);
+    } catch (const Error& e) {
+      throw UsageError{command + ": " + e.what() + " (or give the model's tokenizer with --tokenizer)"};
+    }
+    m.add_bos = t->special_ids().add_bos;
   } else {
-    if (tokenizer_path.empty())
-      throw UsageError{command + ": " + path + " is GGUF: give its tokenizer with --tokenizer (tokenizer.model or "
-                       "tokenizer.json); ptk checks it against the file's tokens"};
     t = load(command, "--tokenizer ", tokenizer_path);
     check_gguf_tokens(command, path, *f.gguf(), *t);
     const io::GgufValue* add = f.gguf()->find("tokenizer.ggml.add_bos_token");

@@ -3,8 +3,9 @@
 // nn/model_files.hpp) or --load (a ptk checkpoint), with the tokenizer it needs:
 //   a ptk checkpoint: its bytes, or the tokenizer it was trained on, given by --tokenizer (checkpoint_tokenizer.hpp);
 //   a Hugging Face directory: --tokenizer, or the directory's own tokenizer files;
-//   a GGUF file: --tokenizer (ptk does not build a tokenizer from GGUF's metadata), whose vocabulary must be the
-//     file's tokenizer.ggml.tokens, token for token; tokenizer.ggml.add_bos_token says whether a prompt starts with BOS.
+//   a GGUF file: its own tokenizer.ggml.* metadata (text/gguf_vocab.hpp), or --tokenizer, whose vocabulary must be
+//     the file's tokenizer.ggml.tokens, token for token; tokenizer.ggml.add_bos_token says whether a prompt starts
+//     with BOS.
 // A tokenizer with more ids than the model's vocabulary is refused. Every refusal is one UsageError line.
 #include <memory>
 #include <string>

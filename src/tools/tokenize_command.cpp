@@ -25,7 +25,8 @@ int tokenize_command(const Args& args) {
   bool decode = false, no_bos = false, no_parse_special = false;
   CLI::App app{"Encode text to token ids (one line, space-separated), or decode ids to text.", "ptk tokenize"};
   app.add_option("--tokenizer", tokenizer_path,
-                 "tokenizer.model, tokenizer.json, vocab.json (+ merges.txt beside it), or a directory holding one")
+                 "tokenizer.model, tokenizer.json, vocab.json (+ merges.txt beside it), a directory holding one, "
+                 "or a GGUF model (its tokenizer.ggml.* metadata)")
       ->required()->check(file_name());
   auto* text_option = app.add_option("--text", text, "the text (with --decode: the ids)");
   app.add_option("--file", file, "read the text (or the ids) from FILE, a regular file")->excludes(text_option)->check(file_name());

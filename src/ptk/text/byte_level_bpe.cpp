@@ -117,6 +117,8 @@ VocabularyExport ByteLevelBpe::vocabulary() const {
   v.types.assign(spec_.tokens.size(), 1);
   for (const auto& a : spec_.added) v.types[static_cast<std::size_t>(a.id)] = a.special ? 3 : 4;
   for (const auto& [left, right] : spec_.merges) v.merges.push_back(left + " " + right);
+  if (spec_.patterns == std::vector<std::string>{kGpt2Pattern} && !spec_.add_prefix_space && !spec_.ignore_merges)
+    v.pre = "gpt2";
   return v;
 }
 

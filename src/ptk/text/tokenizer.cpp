@@ -8,7 +8,10 @@
 
 #include "ptk/core/quote.hpp"
 #include "ptk/core/error.hpp"
+#include "ptk/io/gguf.hpp"
+#include "ptk/io/mapped_file.hpp"
 #include "ptk/io/safetensors.hpp"
+#include "ptk/text/gguf_vocab.hpp"
 #include "ptk/text/tokenizer_files.hpp"
 
 namespace ptk::text {
@@ -124,6 +127,11 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& path) {
     case Kind::none:
       throw IoError(path + ": no such file or directory");
     case Kind::file: {
+      const std::string name = base_name(path);
+      if (name.size() > 5 && name.compare(name.size() - 5, 5, ".gguf") == 0) {  // a model's: mapped, its header read
+        const io::MappedFile file(path);
+        return tokenizer_from_gguf(io::parse_gguf(file.bytes(), path), path);
+      }
       std::vector<std::string> used;
       auto t = load_file(path, used);
       t->fingerprint_ = fingerprint_of(*t, used);

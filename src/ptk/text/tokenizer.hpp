@@ -14,6 +14,10 @@
 
 #include "ptk/text/utf8.hpp"
 
+namespace ptk::io {
+struct Gguf;
+}
+
 namespace ptk::text {
 
 // A tokenizer's whole vocabulary as GGUF (and llama.cpp) describe one: its kind ("llama": SentencePiece; "gpt2":
@@ -26,6 +30,9 @@ struct VocabularyExport {
   std::vector<std::int32_t> types;
   std::vector<std::string> merges;
   std::optional<int> unknown;
+  // Byte-level BPE: "gpt2" when the pre-tokenization is GPT-2's (the name GGUF's tokenizer.ggml.pre gives it),
+  // empty for another (Llama 3's regexes, a prefix space), which GGUF can name only by model.
+  std::string pre;
 };
 
 // The ids a model gives a meaning to, and whether a text fed to the model starts with BOS (Llama's convention; a
@@ -70,6 +77,7 @@ class Tokenizer {
 
  private:
   friend std::unique_ptr<Tokenizer> load_tokenizer(const std::string& path);
+  friend std::unique_ptr<Tokenizer> tokenizer_from_gguf(const io::Gguf& gguf, const std::string& name);
   std::string fingerprint_;
 };
 
@@ -87,8 +95,8 @@ class TokenStream {
   bool first_ = true;
 };
 
-// The tokenizer at `path`: a file (tokenizer.model, tokenizer.json, or vocab.json with merges.txt beside it) or a
-// directory holding one of them (tried in that order; OpenAI's encoder.json + vocab.bpe are GPT-2's vocab.json +
+// The tokenizer at `path`: a file (tokenizer.model, tokenizer.json, vocab.json with merges.txt beside it, or a
+// GGUF model's tokenizer.ggml.* metadata: NAME.gguf, gguf_vocab.hpp) or a directory holding one of them (tried in that order; OpenAI's encoder.json + vocab.bpe are GPT-2's vocab.json +
 // merges.txt). A directory's tokenizer_config.json, when present, sets add_bos and names BOS/EOS. Throws IoError
 // for a file that cannot be read or is malformed, InputError for a well-formed tokenizer ptk does not support
 // (one line naming the field and its value).
