@@ -8,7 +8,9 @@ re-implementation of the models' math in float64: the reference ptk's HF reader 
   hf_reference.py gpt2 DIR PROMPT...                   GPT2LMHeadModel: config.json, one F16 model.safetensors with
       GPT-2's names (transformer.h.N..., Conv1D weights [in, out], the attn.bias mask buffers, no lm_head: tied),
       vocab.json mapping byte b to id b (GPT-2's byte-to-unicode spelling), merges.txt without merges;
-  hf_reference.py compare PTK.npy REF.npy CONFIG.json   the worst logit error against its derived bound (below).
+  hf_reference.py compare PTK.npy REF.npy CONFIG.json   the worst logit error against its derived bound (below);
+  hf_reference.py same DIR OTHER PROMPT...               OTHER (a Llama directory ptk convert wrote) holds DIR's
+      model: tensors value for value (its own safetensors reader), the config's fields, the tokenizer's ids.
 
 For each prompt i the model commands write DIR/ref/i.ids (the prompt's ids), DIR/ref/i.greedy (N_NEW greedy ids)
 and DIR/ref/i.npy (the prompt's logits, float64 [P, V]). The weights are drawn in float32, rounded to the stored
@@ -216,6 +218,62 @@ def gpt2(out, prompts):
     write_references(out, gpt2_logits, w, c, [list(p.encode()) for p in prompts])
 
 
+def read_directory(d):
+    """A Hugging Face directory's tensors as float32 arrays, its safetensors files read by hand (8-byte header length,
+    the JSON header, the data): model.safetensors, or the shards model.safetensors.index.json names."""
+    index = os.path.join(d, "model.safetensors.index.json")
+    files = sorted(set(json.load(open(index))["weight_map"].values())) if os.path.exists(index) else ["model.safetensors"]
+    out = {}
+    for name in files:
+        with open(os.path.join(d, name), "rb") as f:
+            b = f.read()
+        n = int.from_bytes(b[:8], "little")
+        header, data = json.loads(b[8:8 + n]), b[8 + n:]
+        for key, e in header.items():
+            if key == "__metadata__":
+                continue
+            raw = data[e["data_offsets"][0]:e["data_offsets"][1]]
+            if e["dtype"] == "BF16":
+                a = (np.frombuffer(raw, "<u2").astype(np.uint32) << 16).view(np.float32)
+            else:
+                a = np.frombuffer(raw, {"F32": "<f4", "F16": "<f2"}[e["dtype"]]).astype(np.float32)
+            out[key] = a.reshape(e["shape"])
+    return out
+
+
+def same(a, b, prompts):
+    """Directory b (written by ptk convert) holds a's model: the same tensors by name and shape, value for value; the
+    config fields of its math; python3-sentencepiece's ids of each prompt with either tokenizer.model; BOS alike."""
+    wa, wb = read_directory(a), read_directory(b)
+    if set(wa) != set(wb):
+        print("FAIL: tensors only in %s: %s; only in %s: %s" % (a, sorted(set(wa) - set(wb)), b, sorted(set(wb) - set(wa))))
+        return 1
+    for k in sorted(wa):
+        if wa[k].shape != wb[k].shape or not np.array_equal(wa[k], wb[k]):
+            bad = "shape %s vs %s" % (wa[k].shape, wb[k].shape) if wa[k].shape != wb[k].shape else \
+                  "first difference at %s" % (np.argwhere(wa[k] != wb[k])[0],)
+            print("FAIL: tensor %s: %s" % (k, bad))
+            return 1
+    ca, cb = (json.load(open(os.path.join(d, "config.json"))) for d in (a, b))
+    for key in ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
+                "vocab_size", "max_position_embeddings", "rope_theta", "rms_norm_eps", "bos_token_id", "eos_token_id"):
+        if not math.isclose(ca[key], cb[key], rel_tol=1e-7):
+            print("FAIL: config.json %s: %s, %s" % (key, ca[key], cb[key]))
+            return 1
+    import sentencepiece
+    sa, sb = (sentencepiece.SentencePieceProcessor(model_file=os.path.join(d, "tokenizer.model")) for d in (a, b))
+    for p in prompts:
+        if sa.encode(p) != sb.encode(p):
+            print("FAIL: '%s': ids %s with %s's tokenizer.model, %s with %s's" % (p, sa.encode(p), a, sb.encode(p), b))
+            return 1
+    ta, tb = (json.load(open(os.path.join(d, "tokenizer_config.json"))) for d in (a, b))
+    if ta.get("add_bos_token") != tb.get("add_bos_token"):
+        print("FAIL: tokenizer_config.json add_bos_token: %s, %s" % (ta.get("add_bos_token"), tb.get("add_bos_token")))
+        return 1
+    print("%d tensors equal value for value, the config's fields, the prompts' ids and BOS alike" % len(wa))
+    return 0
+
+
 def reduction_length(config, positions):
     """N below: per layer the attention norm (C), the q, k, v projections (C), the scores (D), the softmax's sum and
     the weighted values (P each), the output projection (C), the MLP norm (C), its first projections (C) and its
@@ -256,5 +314,7 @@ if __name__ == "__main__":
         gpt2(sys.argv[2], sys.argv[3:])
     elif cmd == "compare":
         sys.exit(compare(sys.argv[2], sys.argv[3], sys.argv[4]))
+    elif cmd == "same":
+        sys.exit(same(sys.argv[2], sys.argv[3], sys.argv[4:]))
     else:
-        sys.exit("usage: hf_reference.py llama|gpt2|compare ...")
+        sys.exit("usage: hf_reference.py llama|gpt2|compare|same ...")

@@ -46,6 +46,35 @@ for model in llama gpt2; do
 done
 grep -q "peak resident memory" "$dir/err" || fail "generate reports no peak resident memory: $(cat "$dir/err")"
 
+# ptk convert between the three forms, from the Llama PyTorch wrote: the directory -> GGUF (f32) -> a new directory
+# (bf16) -> a ptk checkpoint. The directory ptk wrote holds the source's model (hf_reference.py same: tensors value
+# for value through its own safetensors reader, config fields, python3-sentencepiece's ids), and every form gives
+# the reference's greedy tokens.
+m=$dir/llama
+for step in "$m $dir/rt.gguf" "$dir/rt.gguf $dir/rt --dtype bf16" "$dir/rt $dir/rt.safetensors"; do
+  # shellcheck disable=SC2086
+  "$ptk" convert $step >"$dir/convert" 2>&1 || fail "convert $step: $(cat "$dir/convert")"
+  echo "ok: $(cat "$dir/convert")"
+done
+same=$($py "$ref" same "$m" "$dir/rt" "${prompts[@]}") || fail "the directory ptk convert wrote: $same"
+echo "ok: the directory ptk convert wrote (GGUF -> bf16 directory): $same"
+for i in 0 1 2; do
+  for form in "--model $dir/rt.gguf" "--model $dir/rt" "--load $dir/rt.safetensors --tokenizer $dir/rt"; do
+    # shellcheck disable=SC2086
+    "$ptk" generate $form --prompt-ids "$(cat "$m/ref/$i.ids")" -n 24 --ignore-eos --temperature 0 --ids --device host \
+      >"$dir/ptk" 2>"$dir/err" || fail "generate $form: $(cat "$dir/err")"
+    [ "$(cat "$dir/ptk")" = "$(cat "$m/ref/$i.greedy")" ] ||
+      fail "convert: $form, prompt $i: greedy tokens $(cat "$dir/ptk"), the reference's $(cat "$m/ref/$i.greedy")"
+  done
+done
+echo "ok: the GGUF file, the directory and the checkpoint ptk convert wrote give the reference's 24 greedy tokens x 3"
+"$ptk" generate --model "$dir/rt" --prompt "${prompts[1]}" -n 2 --ids --device host >/dev/null 2>"$dir/err" ||
+  fail "generate --model rt --prompt: $(cat "$dir/err")"
+expect_refusal "convert onto an existing directory" "rt: exists" "$ptk" convert "$dir/rt.gguf" "$dir/rt"
+expect_refusal "convert to a directory at q8_0" "holds f32, bf16 or f16, not --dtype q8_0" "$ptk" convert "$dir/rt.gguf" "$dir/q8" --dtype q8_0
+expect_refusal "convert to a checkpoint at bf16" "a ptk checkpoint holds f32" "$ptk" convert "$dir/rt.gguf" "$dir/c.safetensors" --dtype bf16
+[ ! -e "$dir/q8" ] && [ ! -e "$dir/c.safetensors" ] || fail "a refused convert wrote something"
+
 # Refusals: a copy of the llama directory with one thing changed.
 variant() {  # variant NAME PYTHON: $dir/NAME is the llama directory, then PYTHON runs with c its config (written back)
   rm -rf "${dir:?}/$1" && cp -r "$dir/llama" "$dir/$1"

@@ -143,6 +143,22 @@ TEST(Safetensors, HeaderReaderTakesSixteenBitTensorsInPlace) {
   EXPECT_TRUE(refuses(std::string("\x08\0\0\0\0\0\0\0", 8), "no JSON header"));  // a length and nothing after it
 }
 
+TEST(Safetensors, StreamedHeaderTilesTheTensorsInOrder) {
+  using ptk::DType;
+  const std::string head = ptk::io::serialize_safetensors_header(
+      {{"w", DType::bf16, {2, 3}}, {"n", DType::f32, {3}}, {"h", DType::f16, {1}}}, {{"format", "pt"}});
+  EXPECT_EQ(head.size() % 8, 0u);
+  const std::string data = "0123456789ab" "cdefghijklmn" "op";  // 6 bf16, 3 f32, 1 f16 in the given order
+  const auto h = ptk::io::parse_safetensors_header(head + data, "hf.safetensors");
+  ASSERT_EQ(h.tensors.size(), 3u);
+  EXPECT_EQ(h.find("w")->bytes, "0123456789ab");
+  EXPECT_EQ(h.find("n")->bytes, "cdefghijklmn");
+  EXPECT_EQ(h.find("h")->bytes, "op");
+  EXPECT_EQ(h.metadata.at("format"), "pt");
+  EXPECT_THROW(ptk::io::serialize_safetensors_header({{"q", DType::q8_0, {32}}}, {}), SafetensorsError);
+  EXPECT_THROW(ptk::io::serialize_safetensors_header({{"a", DType::f32, {1}}, {"a", DType::f32, {1}}}, {}), SafetensorsError);
+}
+
 TEST(Safetensors, RejectsInvalidHeaders) {
   EXPECT_TRUE(rejects(file_with_header(R"({"w":{"dtype":"F32","shape":[1],)", "abcd"), Kind::invalid, "not valid JSON"));
   EXPECT_TRUE(rejects(file_with_header(R"({"w":{"dtype":"F32","shape":[2]}})", "abcdefgh"), Kind::invalid,

@@ -49,9 +49,11 @@ const char* const kUsage = R"(usage:
                                              stream text from a checkpoint (KV cache; ptk generate --help)
   ptk tokenize --tokenizer FILE|DIR (--text T | --file F) [--decode] [--no-bos] [--no-parse-special]
                                              ids of a text on one line, space-separated (--decode: the
-                                             text of ids); tokenizer.model, tokenizer.json, vocab.json
-  ptk convert SRC.safetensors DST.gguf [--dtype f32|f16|bf16|q8_0|q4_0] [--tokenizer T] [--add-bos]
-                                             a Llama trained with --tokenizer, as GGUF for llama.cpp
+                                             text of ids); tokenizer.model, tokenizer.json, vocab.json,
+                                             a GGUF model's
+  ptk convert SRC DST.gguf|DST.safetensors|DST_DIR [--dtype f32|f16|bf16|q8_0|q4_0] [--tokenizer T] [--add-bos]
+                                             a checkpoint, Hugging Face directory or GGUF file as GGUF
+                                             (llama.cpp), a ptk checkpoint or a Hugging Face directory
 Every command takes --backend auto|cpu|cuda|hip (or PTK_BACKEND; default auto): an install runs the first
 backend of cuda, hip, cpu that works here and says why it skipped the others (ptk info lists them).
 Inputs must be regular files; outputs regular files or new names (not devices, directories or symbolic links).

@@ -126,6 +126,34 @@ std::string serialize_safetensors(const Safetensors& st, const std::string& name
   return out + text + data;
 }
 
+std::string serialize_safetensors_header(const std::vector<SafetensorsSpec>& tensors,
+                                         const std::map<std::string, std::string>& metadata) {
+  Json header = Json::object();
+  std::uint64_t offset = 0;
+  for (const auto& t : tensors) {
+    const std::string where = "tensor " + quote(t.name);
+    if (t.name.empty() || t.name == "__metadata__" || header.contains(t.name))
+      fail(Kind::invalid, "safetensors", "cannot write " + where + " (empty, reserved or twice)");
+    const char* dtype = t.dtype == DType::f32 ? "F32" : t.dtype == DType::bf16 ? "BF16" : t.dtype == DType::f16 ? "F16" : nullptr;
+    if (!dtype) fail(Kind::invalid, "safetensors", where + ": safetensors holds F32, BF16 or F16 here, not " + dtype_name(t.dtype));
+    const auto n = count_of(t.shape);
+    if (n < 0) fail(Kind::invalid, "safetensors", where + " has shape " + shape_text(t.shape));
+    const std::uint64_t bytes = static_cast<std::uint64_t>(n) * (t.dtype == DType::f32 ? 4 : 2);
+    header[t.name] = {{"dtype", dtype}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
+    offset += bytes;
+  }
+  if (!metadata.empty()) {
+    Json meta = Json::object();
+    for (const auto& [k, v] : metadata) meta[k] = v;
+    header["__metadata__"] = meta;
+  }
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');
+  std::string out(8, '\0');
+  for (int i = 0; i < 8; ++i) out[static_cast<std::size_t>(i)] = static_cast<char>((std::uint64_t{text.size()} >> (8 * i)) & 0xff);
+  return out + text;
+}
+
 std::string write_safetensors(const std::string& path, const Safetensors& st) {
   const std::string bytes = serialize_safetensors(st, path);
   try {

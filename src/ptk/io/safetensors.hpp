@@ -71,6 +71,20 @@ std::string serialize_safetensors(const Safetensors& st, const std::string& name
 // which fingerprints the whole file: another file can name it to be paired with exactly this one.
 std::string write_safetensors(const std::string& path, const Safetensors& st);
 
+// What a header says of a tensor whose bytes follow it: F32, BF16 or F16, little-endian, C order.
+struct SafetensorsSpec {
+  std::string name;
+  DType dtype = DType::f32;
+  std::vector<std::int64_t> shape;
+};
+
+// The header of a file whose tensors' bytes follow it in `tensors`' order without gaps (a writer that streams them:
+// ptk convert to a Hugging Face directory, a 7B model one tensor at a time): the 8-byte length, then the JSON
+// padded with spaces to a multiple of 8. No CRCs (the data is not known yet). Throws SafetensorsError (invalid) for
+// another dtype, a duplicate or reserved name.
+std::string serialize_safetensors_header(const std::vector<SafetensorsSpec>& tensors,
+                                         const std::map<std::string, std::string>& metadata);
+
 // One tensor of a safetensors file where it lies in the parsed bytes (a mapped file's): F32, BF16 or F16.
 struct SafetensorsEntry {
   std::string name;

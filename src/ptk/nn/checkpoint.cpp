@@ -125,8 +125,7 @@ io::Safetensors to_safetensors(const NamedParameters& params) {
   return st;
 }
 
-std::map<std::string, std::string> model_metadata(const Decoder& model, const Vocab& vocab, int step) {
-  const auto& c = model.config();
+std::map<std::string, std::string> model_metadata(const DecoderConfig& c, const Vocab& vocab, int step) {
   require(vocab.size() == c.vocab_size, "checkpoint: the vocabulary has ", vocab.size(), " ids, the model ",
           c.vocab_size);
   std::map<std::string, std::string> m = {{"arch", to_string(c.arch)},
@@ -223,8 +222,21 @@ std::string state_path(const std::string& checkpoint_path, int step) {
 
 void save_model(const std::string& path, const Decoder& model, const Vocab& vocab, int step) {
   io::Safetensors st = to_safetensors(model.parameters());
-  st.metadata = model_metadata(model, vocab, step);
+  st.metadata = model_metadata(model.config(), vocab, step);
   io::write_safetensors(path, st);
+  remove_other_states(path, "");
+}
+
+void save_model(const std::string& path, const DecoderConfig& config, io::Safetensors tensors, const Vocab& vocab,
+                int step) {
+  for (const auto& [name, shape] : parameter_shapes(config)) {
+    const auto it = tensors.tensors.find(name);
+    require(it != tensors.tensors.end() && it->second.shape == shape, "checkpoint: parameter ", name,
+            " is missing or not of shape ", to_string(Shape(shape)));
+  }
+  require(tensors.tensors.size() == parameter_shapes(config).size(), "checkpoint: tensors that are not parameters");
+  tensors.metadata = model_metadata(config, vocab, step);
+  io::write_safetensors(path, tensors);
   remove_other_states(path, "");
 }
 
@@ -241,7 +253,7 @@ void save_checkpoint(const std::string& path, const Decoder& model, const Vocab&
   const std::string state_crc = io::write_safetensors(state_file, state);
 
   io::Safetensors st = to_safetensors(model.parameters());
-  st.metadata = model_metadata(model, vocab, run.step);
+  st.metadata = model_metadata(model.config(), vocab, run.step);
   st.metadata["run_id"] = run.id;
   st.metadata["state_file"] = io::file_name_of(state_file);
   st.metadata["state_crc32"] = state_crc;

@@ -28,6 +28,7 @@
 #include <utility>
 #include <vector>
 
+#include "ptk/io/safetensors.hpp"
 #include "ptk/nn/adamw.hpp"
 #include "ptk/nn/data.hpp"
 #include "ptk/nn/data_parallel.hpp"
@@ -41,6 +42,9 @@ std::string state_path(const std::string& checkpoint_path, int step);
 
 // The model alone (an export, or `--eval-only --save`): a later load starts a new run from its weights.
 void save_model(const std::string& path, const Decoder& model, const Vocab& vocab, int step);
+// The same from host values (ptk convert, without Kokkos): `tensors` must be every parameter of `config`, by name.
+void save_model(const std::string& path, const DecoderConfig& config, io::Safetensors tensors, const Vocab& vocab,
+                int step);
 
 // The model and its training state, paired (above); step = run.step.
 void save_checkpoint(const std::string& path, const Decoder& model, const Vocab& vocab, const Adamw& optimizer,

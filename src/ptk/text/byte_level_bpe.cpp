@@ -1,9 +1,12 @@
 #include "ptk/text/byte_level_bpe.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <queue>
 
 #include "ptk/core/error.hpp"
+#include "ptk/core/quote.hpp"
 
 namespace ptk::text {
 
@@ -120,6 +123,25 @@ VocabularyExport ByteLevelBpe::vocabulary() const {
   if (spec_.patterns == std::vector<std::string>{kGpt2Pattern} && !spec_.add_prefix_space && !spec_.ignore_merges)
     v.pre = "gpt2";
   return v;
+}
+
+// vocab.json and merges.txt say GPT-2's regex and one special token, "<|endoftext|>" (bpe_files.cpp reads them so).
+std::vector<std::pair<std::string, std::string>> ByteLevelBpe::hugging_face_files() const {
+  if (vocabulary().pre != "gpt2")
+    throw InputError(spec_.origin + ": its pre-tokenization is not GPT-2's, which vocab.json and merges.txt imply");
+  for (const auto& a : spec_.added)
+    if (spec_.tokens[static_cast<std::size_t>(a.id)] != "<|endoftext|>" || !a.special)
+      throw InputError(spec_.origin + ": added token " + quote(spec_.tokens[static_cast<std::size_t>(a.id)]) +
+                       " cannot be written as vocab.json and merges.txt (only GPT-2's <|endoftext|>)");
+  nlohmann::json vocab = nlohmann::json::object();
+  for (std::size_t id = 0; id < spec_.tokens.size(); ++id) vocab[spec_.tokens[id]] = id;
+  std::string merges = "#version: 0.2\n";
+  for (const auto& [left, right] : spec_.merges) merges += left + " " + right + "\n";
+  try {
+    return {{"vocab.json", vocab.dump()}, {"merges.txt", merges}};
+  } catch (const nlohmann::json::exception&) {
+    throw InputError(spec_.origin + ": a token is not UTF-8, which vocab.json (JSON) cannot hold");
+  }
 }
 
 std::pair<int, int> ByteLevelBpe::merge_of(int left, int right) const {

@@ -53,6 +53,7 @@ class ByteLevelBpe final : public Tokenizer {
 
   std::optional<int> token_id(std::string_view text) const override;
   VocabularyExport vocabulary() const override;
+  std::vector<std::pair<std::string, std::string>> hugging_face_files() const override;
 
  private:
   void encode_ordinary(std::string_view text, std::vector<int>& out) const;

@@ -85,6 +85,10 @@ class SentencePiece final : public Tokenizer {
     return v;
   }
 
+  std::vector<std::pair<std::string, std::string>> hugging_face_files() const override {
+    return {{"tokenizer.model", sp_.serialized_model_proto()}};
+  }
+
   std::string token_bytes(int id, bool first) const override {
     check_id(id);
     return (first ? first_bytes_ : bytes_)[static_cast<std::size_t>(id)];

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "ptk/text/utf8.hpp"
@@ -58,6 +59,10 @@ class Tokenizer {
   // The id of the token written `text` in the vocabulary's own spelling ("<s>", "<|endoftext|>", "Ġthe").
   virtual std::optional<int> token_id(std::string_view text) const = 0;
   virtual VocabularyExport vocabulary() const = 0;
+  // The tokenizer as the files of a Hugging Face directory, (name, bytes): tokenizer.model (SentencePiece's
+  // ModelProto), or vocab.json and merges.txt (GPT-2's byte-level BPE). InputError for a tokenizer those files
+  // cannot describe (another pre-tokenization, added tokens other than GPT-2's <|endoftext|>).
+  virtual std::vector<std::pair<std::string, std::string>> hugging_face_files() const = 0;
 
   // encode() with BOS in front when the tokenizer's convention asks for it and add_bos.
   std::vector<int> encode_for_model(std::string_view text, bool add_bos = true, bool parse_special = true) const;
