@@ -57,8 +57,8 @@ grep -q "^wrote $dir/sub.gguf: GGUF v3, llama, 12 tensors (q4_0, norms f32)" "$d
 expect_refusal "convert without the tokenizer" "give it with --tokenizer" "$ptk" convert "$dir/sub.safetensors" "$dir/x.gguf"
 expect_refusal "convert with another tokenizer" "bpe.model is SentencePiece" \
   "$ptk" convert "$dir/sub.safetensors" "$dir/x.gguf" --tokenizer "$dir/bpe.model"
-expect_refusal "convert to another format" "DST must end in .gguf" \
-  "$ptk" convert "$dir/sub.safetensors" "$dir/x.safetensors" --tokenizer "$dir/unigram.model"
+expect_refusal "convert onto an existing directory" "exists (ptk writes a new directory)" \
+  "$ptk" convert "$dir/sub.safetensors" "$dir" --tokenizer "$dir/unigram.model"
 mkfifo "$dir/fifo.gguf"
 expect_refusal "convert onto a fifo" "not a regular file" \
   "$ptk" convert "$dir/sub.safetensors" "$dir/fifo.gguf" --tokenizer "$dir/unigram.model"
@@ -68,6 +68,17 @@ echo "ok: convert writes GGUF (q4_0) and refuses what it cannot write"
 "$ptk" train "${tiny[@]}" --steps 5 --save "$dir/bytes.safetensors" >"$dir/btrain" 2>&1 || fail "byte run"
 expect_refusal "convert a byte model" "byte-vocabulary model, which GGUF cannot describe" \
   "$ptk" convert "$dir/bytes.safetensors" "$dir/x.gguf"
+expect_refusal "a byte model as a directory" "which a Hugging Face directory cannot describe" \
+  "$ptk" convert "$dir/bytes.safetensors" "$dir/hf"
+[ ! -e "$dir/hf" ] || fail "a refused convert left a directory"
+# A byte model as a checkpoint (a copy in f32) runs as the original does.
+"$ptk" convert "$dir/bytes.safetensors" "$dir/copy.safetensors" >"$dir/conv" 2>&1 || fail "convert to a checkpoint: $(cat "$dir/conv")"
+for m in bytes copy; do
+  "$ptk" generate --load "$dir/$m.safetensors" --prompt "And" -n 8 --temperature 0 --ids --device host >"$dir/$m.ids" 2>/dev/null ||
+    fail "generate --load $m"
+done
+cmp -s "$dir/bytes.ids" "$dir/copy.ids" || fail "the converted byte checkpoint generates $(cat "$dir/copy.ids"), the original $(cat "$dir/bytes.ids")"
+echo "ok: $(cat "$dir/conv"); it generates as the original"
 expect_refusal "a byte model with a tokenizer" "but $dir/bytes.safetensors was trained on bytes" \
   "$ptk" train --load "$dir/bytes.safetensors" --tokenizer "$dir/unigram.model" --eval-only --device host
 bl=$(sed -n 's/^val loss //p' "$dir/btrain") bb=$(sed -n 's/^val bits per byte //p' "$dir/btrain")
