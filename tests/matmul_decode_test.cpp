@@ -230,13 +230,14 @@ TEST(MatmulDecode, QuantizedEdgeValues) {
   run(q4_0{});
 }
 
-// ops::linear with W stored as E: the decode kernel for <= 8 rows; for more, the GEMM over W as stored (bf16, f16)
-// or on to_f32(W) (q8_0, q4_0); x quantized for q8_0 and q4_0 on both paths; with and without a bias, against the
-// oracle on the stored values (and x quantized); and its refusals.
+// ops::linear with W stored as E: the decode kernel for <= 8 rows (q8_0, q4_0: up to Tune::decode::quantized_rows,
+// 8 at a time: 9 = 8 + 1, 17, 24 = 3 x 8, and 25 just past it on the host); for more, the GEMM over W as stored
+// (bf16, f16) or on to_f32(W) (q8_0, q4_0); x quantized for q8_0 and q4_0 on every path; with and without a bias,
+// against the oracle on the stored values (and x quantized); and its refusals.
 TEST(Linear, StoredWeights) {
   const auto run = [](auto e) {
     using E = decltype(e);
-    for (std::int64_t M : {1, 8, 9, 33})
+    for (std::int64_t M : {1, 8, 9, 17, 24, 25, 33})
       for (bool with_bias : {true, false})
         for_each_space([&](auto space) {
           using Space = typename decltype(space)::type;

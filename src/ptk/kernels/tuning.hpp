@@ -132,6 +132,10 @@ struct HostDecode {
   static constexpr int k_block(int R) { return R <= 2 || R == 8 ? 0 : 512; }
   static constexpr int prefetch_distance = 1024;  // floats ahead of each W row (4 KB), as the row ops
   static constexpr bool int8_simd = true;  // quantized W: vpdpbusd where the build has AVX-512 VNNI
+  // Quantized W: products of up to this many rows (a short prompt) take this kernel 8 rows at a time, reading W once
+  // a chunk and multiplying int8, rather than the f32 GEMM widening W's blocks (ops/linear.hpp). 75 M Llama q8_0
+  // prefill: 12 rows 2.0x, 16 1.35x, 24 1.16x the GEMM's tokens/s, 32 0.82x (docs/benchmarks.md, 2026-11-28).
+  static constexpr int quantized_rows = 24;
 };
 
 struct GpuDecode {
@@ -144,6 +148,7 @@ struct GpuDecode {
   static constexpr int k_block(int) { return 0; }
   static constexpr int prefetch_distance = 0;
   static constexpr bool int8_simd = false;  // the portable integer loop (a dp4a route is not written yet)
+  static constexpr int quantized_rows = 8;  // none past the kernel's own rows: not measured on a GPU yet
 };
 
 // ---- Attention (attention_forward.hpp, attention_backward.hpp) --------------------------------------

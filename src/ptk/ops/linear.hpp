@@ -49,8 +49,9 @@ void linear_accumulate(const Tensor<Space>& y, const Tensor<Space>& x, const Ten
   detail::linear_into<Space, Tune>("linear_accumulate", y, x, w, b, true);
 }
 
-// W stored as E (bf16, f16, q8_0, q4_0: dtype.hpp). A decode product reads W as stored (the decode kernel over E);
-// more rows take the GEMM over W as stored (kernels/matmul_stored.hpp: q8_0 and q4_0 blocks widened as the host's
+// W stored as E (bf16, f16, q8_0, q4_0: dtype.hpp). A decode product reads W as stored (the decode kernel over E; for
+// q8_0 and q4_0 also up to Tune::decode::quantized_rows rows, 8 at a time, multiplied as integers); more rows take
+// the GEMM over W as stored (kernels/matmul_stored.hpp: q8_0 and q4_0 blocks widened as the host's
 // GEMM packs them), or, on a GPU, the f32 GEMM on q8_0 and q4_0 W converted for the call. Against q8_0 and q4_0, x is
 // rounded to int8 blocks on both paths (kernels/quantize_activations.hpp), as llama.cpp rounds it.
 namespace detail {
@@ -66,7 +67,9 @@ void stored_linear_into(const char* op, const Tensor<Space>& y, const Tensor<Spa
   if (b.defined())
     require(b.shape() == Shape{w.dim(0)}, op, ": b has shape ", b.shape(), " for W ", w.shape(), "; it must be [",
             w.dim(0), "]");
-  if (x.dim(0) > kernels::decode_max_rows) {
+  const int M = static_cast<int>(x.dim(0)), N = static_cast<int>(w.dim(0)), K = static_cast<int>(x.dim(1));
+  const ConstVector<Space> bias = b.defined() ? ConstVector<Space>(b.flat()) : ConstVector<Space>();
+  if (M > kernels::decode_max_rows && (!is_quantized_v<E> || M > Tune::decode::quantized_rows)) {
     if constexpr (is_quantized_v<E>) {
       // x rounded to its int8 blocks first, as the decode kernel rounds it: every path multiplies the same values.
       const auto xq = Tensor<Space>::uninitialized(x.shape(), "ptk::linear_x_int8");
@@ -87,8 +90,14 @@ void stored_linear_into(const char* op, const Tensor<Space>& y, const Tensor<Spa
       return;
     }
   }
-  kernels::matmul_decode<Space, Tune, E>(y.rows(), x.rows(), w.rows(), 1.0f, accumulate ? 1.0f : 0.0f,
-                                         b.defined() ? ConstVector<Space>(b.flat()) : ConstVector<Space>());
+  // The decode kernel, 8 rows of x (and y) at a time: each chunk reads W once.
+  for (int r = 0; r < M; r += kernels::decode_max_rows) {
+    const int rows = std::min(kernels::decode_max_rows, M - r);
+    const std::size_t at = static_cast<std::size_t>(r);
+    kernels::matmul_decode<Space, Tune, E>(Matrix<Space>(y.rows().data() + at * N, rows, N),
+                                           ConstMatrix<Space>(x.rows().data() + at * K, rows, K), w.rows(), 1.0f,
+                                           accumulate ? 1.0f : 0.0f, bias);
+  }
 }
 }  // namespace detail
 
