@@ -166,10 +166,10 @@ TEST(Quant, ActivationsRoundedToInt8Blocks) {
       });
 }
 
-// The host's AVX-512 rounding of a block (kernels::round_block_to_int8) against the portable loop, bit for bit
-// (on a host without AVX-512 both are the portable loop): 20000 blocks at scales from 2^-149 to 2^127, exact halves
-// of a step at random scales, zeros and −0, a lone nonzero value, the clamp of a denormal scale, and blocks with a
-// NaN or an infinity.
+// The host's AVX-512 rounding of a block (kernels::round_block_to_int8) and its integers and scale as the decode
+// kernel takes them (block_to_int8) against the portable loops, bit for bit (on a host without AVX-512 both are the
+// portable loops): 20000 blocks at scales from 2^-149 to 2^127, exact halves of a step at random scales, zeros and
+// −0, a lone nonzero value, the clamp of a denormal scale, and blocks with a NaN or an infinity.
 TEST(Quant, ActivationBlocksVectorEqualsPortable) {
   std::mt19937 rng(20261128);
   std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
@@ -201,6 +201,14 @@ TEST(Quant, ActivationBlocksVectorEqualsPortable) {
         << std::distance(got, std::mismatch(got, got + quant_block, want, [](float a, float b) {
              return std::memcmp(&a, &b, sizeof a) == 0;
            }).first);
+    // The decode kernel's form: the integers and the scale.
+    std::int8_t q[quant_block], q_want[quant_block];
+    const float d = kernels::block_to_int8(x, q), d_want = kernels::block_to_int8_portable(x, q_want);
+    ASSERT_EQ(std::memcmp(&d, &d_want, sizeof d), 0) << "block " << block << " (kind " << k << "): scale " << d
+                                                     << ", portable " << d_want;
+    ASSERT_EQ(std::memcmp(q, q_want, sizeof q), 0)
+        << "block " << block << " (kind " << k << ", scale " << scale << "): integers differ first at "
+        << std::distance(q, std::mismatch(q, q + quant_block, q_want).first);
   }
 }
 

@@ -51,8 +51,7 @@ struct QuantizedRowsRef {
 template <class E>
 inline constexpr int w_unsigned_offset = std::is_same_v<E, q8_0> ? 128 : 8;
 
-// One block of x → its integers and the scale and offset of its 8 groups (block_scale, block_integer:
-// quantize_activations.hpp). A block with a non-finite value gets the scale NaN (so every output of its row is NaN,
+// One block of x → its integers and the scale and offset of its 8 groups (block_to_int8: quantize_activations.hpp). A block with a non-finite value gets the scale NaN (so every output of its row is NaN,
 // as the float product would make it NaN or ±inf) and integers 0.
 template <class Space, class E>
 struct QuantizeRows {
@@ -62,16 +61,12 @@ struct QuantizeRows {
   KOKKOS_INLINE_FUNCTION void operator()(int i) const {
     const int blocks = static_cast<int>(x.extent(1)) / quant_block;
     const int r = i / blocks, k0 = (i % blocks) * quant_block;
-    const BlockScale s = block_scale(&x(r, k0));
+    std::int8_t* q = &out.q(r, k0);
+    const float scale = block_to_int8(&x(r, k0), q);
     for (int g = 0; g < block_groups; ++g) {
       int sum = 0;
-      for (int t = 0; t < dot_group; ++t) {
-        const int k = k0 + g * dot_group + t;
-        const int q = block_integer(x(r, k), s);
-        out.q(r, k) = static_cast<std::int8_t>(q);
-        sum += q;
-      }
-      out.scale(r, k0 / dot_group + g) = s.d + s.poison;
+      for (int t = 0; t < dot_group; ++t) sum += q[g * dot_group + t];
+      out.scale(r, k0 / dot_group + g) = scale;
       out.offset(r, k0 / dot_group + g) = -w_unsigned_offset<E> * sum;
     }
   }
