@@ -149,13 +149,14 @@ void check_rounding_append() {
     auto k_cache = Tensor<Space, E>({B, H, Tmax, D}, "k"), v_cache = Tensor<Space, E>({B, H, Tmax, D}, "v");
     const auto r = Tensor<Space>::from_host({B, Tn, W}, rows);
     ops::kv_cache_append(k_cache, v_cache, r, 0, r, 0, pos);
-    const auto k = k_cache.to_vector();
+    const auto k = k_cache.to_vector(), v = v_cache.to_vector();
     for (std::int64_t h = 0; h < H; ++h)
       for (std::int64_t t = 0; t < Tn; ++t)
         for (std::int64_t d = 0; d < D; ++d) {
           const E want = round_to<E>(rows[static_cast<std::size_t>(t * W + h * D + d)]);
-          ASSERT_EQ(k[static_cast<std::size_t>((h * Tmax + pos + t) * D + d)].bits, want.bits)
-              << Space::name() << " " << dtype_name(Element<E>::dtype) << " h " << h << " t " << t << " d " << d;
+          const std::size_t at = static_cast<std::size_t>((h * Tmax + pos + t) * D + d);
+          ASSERT_EQ(k[at].bits, want.bits) << Space::name() << " " << dtype_name(Element<E>::dtype) << " k h " << h << " t " << t << " d " << d;
+          ASSERT_EQ(v[at].bits, want.bits) << Space::name() << " " << dtype_name(Element<E>::dtype) << " v h " << h << " t " << t << " d " << d;
         }
   });
 }

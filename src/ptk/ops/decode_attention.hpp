@@ -106,8 +106,8 @@ void kv_cache_append(const Tensor<Space, E>& k_cache, const Tensor<Space, E>& v_
   const auto as4 = [](const Tensor<Space, E>& t) {
     return Tensor4Of<Space, E>(t.data(), t.dim(0), t.dim(1), t.dim(2), t.dim(3));
   };
-  kernels::split_heads<Space, E>(as4(k_cache), as3(k_rows), static_cast<int>(k_offset), static_cast<int>(pos));
-  kernels::split_heads<Space, E>(as4(v_cache), as3(v_rows), static_cast<int>(v_offset), static_cast<int>(pos));
+  kernels::split_kv<Space, E>(as4(k_cache), as4(v_cache), as3(k_rows), static_cast<int>(k_offset), as3(v_rows),
+                              static_cast<int>(v_offset), static_cast<int>(pos));
 }
 
 }  // namespace ptk::ops
