@@ -2,10 +2,11 @@
 # ptk tokenize's command line: encode and decode with a GPT-2-style byte-level pair written here (the 256 byte tokens
 # and one merge), and its refusals, each one line on stderr and exit 2: no text, texts and tokenizers that are not
 # regular files (/dev/zero, a directory, a fifo), a missing tokenizer, ill-formed UTF-8, ids outside the
-# vocabulary, an unsupported tokenizer.json, a standard output that cannot be written.
+# vocabulary, an unsupported tokenizer.json, GGUF files without a tokenizer or cut short, a standard output that
+# cannot be written.
 # usage: tokenize_cli_test.sh PTK SOURCE_DIR
 set -u
-ptk=$1
+ptk=$1 src=$2
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 . "$(dirname "$0")/cli_checks.sh"
@@ -45,5 +46,15 @@ expect_refusal "id not a number" "'-1' (word 1) is not a token id" "$ptk" tokeni
 echo '{"model": {"type": "Unigram", "vocab": []}}' >"$dir/tokenizer.json"
 expect_refusal "unsupported tokenizer.json" 'model type "Unigram" is not supported' \
   "$ptk" tokenize --tokenizer "$dir/tokenizer.json" --text x
+# A GGUF file's tokenizer (tokenizer.ggml.*): one without it, a truncated one, one that is not a regular file.
+cp "$src/fuzz/corpus/gguf/llama_like.gguf" "$dir/none.gguf"
+expect_refusal "a GGUF file without a tokenizer" "tokenizer.ggml.model is missing" \
+  "$ptk" tokenize --tokenizer "$dir/none.gguf" --text x
+head -c 100 "$src/fuzz/corpus/gguf_tokenizer/spm.gguf" >"$dir/cut.gguf"
+expect_refusal "a truncated GGUF file" "cut.gguf" "$ptk" tokenize --tokenizer "$dir/cut.gguf" --text x
+mkfifo "$dir/fifo.gguf"
+expect_refusal "a fifo named .gguf" "not a regular file" "$ptk" tokenize --tokenizer "$dir/fifo.gguf" --text x
+[ "$("$ptk" tokenize --tokenizer "$src/fuzz/corpus/gguf_tokenizer/spm.gguf" --text "the")" = "1 259" ] ||
+  fail "the SentencePiece seed GGUF does not give BOS and '▁the' for 'the'"
 expect_refusal "unknown option" "--frobnicate" "$ptk" tokenize --tokenizer "$dir" --text x --frobnicate
 expect_stdout_failure "tokenize" "$ptk" tokenize --tokenizer "$dir/vocab.json" --text "the"

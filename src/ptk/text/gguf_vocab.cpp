@@ -41,10 +41,6 @@ io::GgufMetadata gguf_tokenizer_metadata(const Tokenizer& tokenizer, bool add_bo
   return kv;
 }
 
-}  // namespace ptk::text
-
-namespace ptk::text {
-
 namespace {
 
 // A value of the tokenizer's metadata, checked: IoError naming the file and key for anything else.
