@@ -144,7 +144,8 @@ int convert_command(const Args& args) {
   const ModelSource source = open_model_source("convert", src, tokenizer_path);
   const nn::ModelFiles& files = *source.files;
   if (checkpoint) {
-    std::cout << "wrote " << dst << ": " << write_checkpoint(dst, source) << "\n";
+    const std::string written = write_checkpoint(dst, source);  // before anything is printed: it may refuse
+    std::cout << "wrote " << dst << ": " << written << "\n";
     return 0;
   }
   const std::string form = gguf ? "GGUF" : "a Hugging Face directory";
