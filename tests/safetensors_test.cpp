@@ -149,7 +149,8 @@ TEST(Safetensors, StreamedHeaderTilesTheTensorsInOrder) {
       {{"w", DType::bf16, {2, 3}}, {"n", DType::f32, {3}}, {"h", DType::f16, {1}}}, {{"format", "pt"}});
   EXPECT_EQ(head.size() % 8, 0u);
   const std::string data = "0123456789ab" "cdefghijklmn" "op";  // 6 bf16, 3 f32, 1 f16 in the given order
-  const auto h = ptk::io::parse_safetensors_header(head + data, "hf.safetensors");
+  const std::string file = head + data;  // the header's views point into it
+  const auto h = ptk::io::parse_safetensors_header(file, "hf.safetensors");
   ASSERT_EQ(h.tensors.size(), 3u);
   EXPECT_EQ(h.find("w")->bytes, "0123456789ab");
   EXPECT_EQ(h.find("n")->bytes, "cdefghijklmn");
