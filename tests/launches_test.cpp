@@ -21,7 +21,7 @@ namespace {
 // matmul, 2 rope, 3 split_heads (q, k, v into heads for flash attention) + 1 split_kv (k and v into the cache),
 // attention, merge_heads, silu, mul. Decode, 15: the same without the three splits and the merge (q is read and the
 // output written in place), decode_attention for attention.
-constexpr int kPrefillLaunchesPerLayer = 19, kDecodeLaunchesPerLayer = 15;
+constexpr int kPrefillLaunchesPerLayer = 19, kDecodeLaunchesPerLayer = 12;
 
 // The launches of a prefill of `prompt` tokens and of the decode step after it, for an L-layer Llama.
 struct Counts {

@@ -90,7 +90,7 @@ struct DecodeTune {
 template <class Space, class Tune, class E, int... Rs>
 void decode_rows(const Matrix<Space>& y, const ConstMatrix<Space>& x, const ConstMatrixOf<Space, E>& w) {
   const auto M = static_cast<int>(x.extent(0));
-  const bool ran = ((M == Rs ? (kernels::matmul_decode_rows<Rs, Space, Tune, E>(y, x, w, 1.0f, 0.0f, {}), true) : false) || ...);
+  const bool ran = ((M == Rs ? (kernels::matmul_decode_rows<Rs, Space, Tune, E>(kernels::decode_single<Space, E>(y, w), x, 1.0f, 0.0f), true) : false) || ...);
   ASSERT_TRUE(ran) << "decode_rows: no instance for " << M << " rows";
 }
 

@@ -6,6 +6,7 @@
 #include <initializer_list>
 #include <optional>
 #include <utility>
+#include <vector>
 
 #include "ptk/autograd/op_support.hpp"
 #include "ptk/autograd/storage.hpp"
@@ -121,6 +122,48 @@ Var linear(const Var& x, const Var& weight, const Var& bias) {
                        if (ib && ib->requires_grad) kernels::bias_backward<S, Tune>(grad_of<S>(*ib).flat(), g2.rows());
                      });
   });
+}
+
+std::vector<Var> linears(const Var& x, const std::vector<Var>& weights) {
+  require(!weights.empty(), "linears: no weight");
+  bool group = weights.size() > 1 && weights.size() <= static_cast<std::size_t>(kernels::decode_group_max) &&
+               !(grad_enabled() && x.requires_grad());
+  for (const Var& w : weights) {
+    check_args("linears", {{"x", x}, {"weight", w}});
+    group = group && w.dtype() == weights[0].dtype() && !(grad_enabled() && w.requires_grad()) &&
+            (w.dtype() != DType::f32 || autocast_dtype() == DType::f32) && w.shape().size() == 2 &&
+            !x.shape().empty() && w.shape()[1] == x.shape().back();
+  }
+  std::vector<Var> ys;
+  if (!group) {  // a graph to record, an Autocast scope, mixed types or a wrong shape (linear says which)
+    for (const Var& w : weights) ys.push_back(linear(x, w));
+    return ys;
+  }
+  const Device device = x.device();
+  const auto in = x.shape().back();
+  on_compute(device, [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    using Tune = typename decltype(tag)::tune;
+    const Tensor<S> x2 = data_of<S>(x).reshape({x.numel() / in, in});
+    const auto run = [&](auto e) {
+      using E = decltype(e);
+      std::vector<Tensor<S, E>> ws;
+      for (const Var& w : weights) ws.push_back(stored_of<S, E>(w));
+      for (Tensor<S>& y2 : ops::linear_group<S, Tune, E>(x2, ws)) {
+        Shape ys_shape = x.shape();
+        ys_shape.back() = y2.dim(1);
+        ys.push_back(result<S>("linear", y2.reshape(ys_shape), device, {}, {}));  // no graph (checked above)
+      }
+    };
+    switch (weights[0].dtype()) {
+      case DType::f32: return run(float{});
+      case DType::bf16: return run(bf16{});
+      case DType::f16: return run(f16{});
+      case DType::q8_0: return run(q8_0{});
+      default: return run(q4_0{});
+    }
+  });
+  return ys;
 }
 
 Var layernorm(const Var& x, const Var& weight, const Var& bias, float eps) {

@@ -13,6 +13,9 @@ Var add(const Var& a, const Var& b);                                  // same sh
 Var matmul(const Var& a, const Var& b, bool trans_a = false, bool trans_b = false);  // as ops::matmul
 // y[..., out] = x[..., in] · weight[out, in]ᵀ + bias[out] (bias may be undefined): PyTorch's Linear.
 Var linear(const Var& x, const Var& weight, const Var& bias = Var());
+// linear(x, w) for each weight (no bias), the bits linear gives; where nothing records a graph and the weights
+// share a type, a decode step's few rows take one launch for all of them (ops::linear_group: a layer's q, k and v).
+std::vector<Var> linears(const Var& x, const std::vector<Var>& weights);
 Var layernorm(const Var& x, const Var& weight, const Var& bias, float eps = 1e-5f);  // over the last dim
 Var gelu(const Var& x);                                               // tanh form, as GPT-2
 Var embedding(const Ids& ids, const Var& table);                       // ids[...], table[V, C] -> [..., C]

@@ -22,6 +22,29 @@ namespace ptk::kernels {
 // Up to this many rows of x the product is bound by reading W, and matmul_forward takes this kernel.
 constexpr int decode_max_rows = 8;
 
+// A decode group holds at most this many products of one x (a layer's q, k and v).
+constexpr int decode_group_max = 3;
+
+template <class Space, class E>
+struct DecodeProduct {
+  Matrix<Space> y;               // [R, N]
+  ConstMatrixOf<Space, E> w;     // [N, K] values: [N, K / block] items
+  ConstVector<Space> bias;       // [N], added to every row (a linear layer's bias), or empty
+};
+template <class Space, class E>
+struct DecodeGroup {
+  DecodeProduct<Space, E> part[decode_group_max];
+  int count = 0;
+};
+template <class Space, class E>
+DecodeGroup<Space, E> decode_single(const Matrix<Space>& y, const ConstMatrixOf<Space, E>& w,
+                                    const ConstVector<Space>& bias = {}) {
+  DecodeGroup<Space, E> group;
+  group.part[0] = {y, w, bias};
+  group.count = 1;
+  return group;
+}
+
 // The R dot products of one row of W, merged across vector lanes by Merge (compensated.hpp).
 template <int R>
 struct RowDots {
@@ -215,10 +238,10 @@ struct MatmulDecode {
     finish<1>(single, rest, singles, full);
   }
 
-  // A team's W rows: groups of J, then the rest one at a time.
-  KOKKOS_INLINE_FUNCTION void operator()(const Team& team) const {
+  // Team `rank`'s W rows: groups of J, then the rest one at a time.
+  KOKKOS_INLINE_FUNCTION void run(const Team& team, int rank) const {
     const int N = static_cast<int>(w.extent(0));
-    const int first = team.league_rank() * Traits::rows_per_team;
+    const int first = rank * Traits::rows_per_team;
     const int count = (first + Traits::rows_per_team < N ? first + Traits::rows_per_team : N) - first;
     if constexpr (KBlock > 0) {
       blocked(first, count);
@@ -232,40 +255,70 @@ struct MatmulDecode {
   }
 };
 
+// The products of one x in one launch: the league is the parts' teams one after another.
 template <int R, class Space, class Tune, class E>
-void matmul_decode_rows(const Matrix<Space>& y, const ConstMatrix<Space>& x, const ConstMatrixOf<Space, E>& w, float alpha,
-                        float beta, const ConstVector<Space>& bias) {
+struct MatmulDecodeGroup {
+  using Team = typename Kokkos::TeamPolicy<Space>::member_type;
+  MatmulDecode<R, Space, Tune, E> part[decode_group_max];
+  int end[decode_group_max];  // part p's teams: league ranks end[p - 1] .. end[p]
+  int count;
+
+  KOKKOS_INLINE_FUNCTION void operator()(const Team& team) const {
+    const int rank = team.league_rank();
+    int p = 0;
+    while (p + 1 < count && rank >= end[p]) ++p;
+    part[p].run(team, p == 0 ? rank : rank - end[p - 1]);
+  }
+};
+
+template <int R, class Space, class Tune, class E>
+void matmul_decode_rows(const DecodeGroup<Space, E>& group, const ConstMatrix<Space>& x, float alpha, float beta) {
   using Traits = typename Tune::decode;
   // Dynamic: on a shared host a preempted thread's rows of W go to the other threads.
   using Policy = Kokkos::TeamPolicy<Space, Kokkos::Schedule<Kokkos::Dynamic>>;
-  const int N = static_cast<int>(w.extent(0));
-  const int league = (N + Traits::rows_per_team - 1) / Traits::rows_per_team;
   QuantizedRows<Space> xq;
   if constexpr (is_quantized_v<E>) xq = quantize_rows<Space, E>(x);
-  Kokkos::parallel_for("ptk::matmul_decode", Policy(league, Traits::team_size, Traits::vector_length),
-                       MatmulDecode<R, Space, Tune, E>{y, x, w, alpha, beta, bias, xq});
+  MatmulDecodeGroup<R, Space, Tune, E> f{};
+  f.count = group.count;
+  int league = 0;
+  for (int p = 0; p < group.count; ++p) {
+    const DecodeProduct<Space, E>& d = group.part[p];
+    f.part[p] = MatmulDecode<R, Space, Tune, E>{d.y, x, d.w, alpha, beta, d.bias, xq};
+    league += (static_cast<int>(d.w.extent(0)) + Traits::rows_per_team - 1) / Traits::rows_per_team;
+    f.end[p] = league;
+  }
+  Kokkos::parallel_for("ptk::matmul_decode", Policy(league, Traits::team_size, Traits::vector_length), f);
 }
 
-// y = alpha · x · wᵀ + bias + beta · y for x [R, K] with 1 <= R <= decode_max_rows, w [N, K] values of E (for q8_0
-// and q4_0 K a multiple of 32, w's extent K / 32 blocks, and x quantized to int8 blocks first: two launches), y [R, N],
-// bias [N] or empty (the caller checks shapes).
-// The accumulators are sized at compile time, one instantiation per R. The bias rides along in the store: a
-// decode step's launches cost more than its arithmetic. E is named, not deduced (w converts from a non-const View).
+// y_p = alpha · x · w_pᵀ + bias_p + beta · y_p for each part p of the group (up to decode_group_max products of one
+// x, e.g. a layer's q, k and v: one launch, and for q8_0 and q4_0 one quantization of x), x [R, K] with
+// 1 <= R <= decode_max_rows, w_p [N_p, K] values of E (for q8_0 and q4_0 K a multiple of 32, w's extent K / 32
+// blocks, and x quantized to int8 blocks first: two launches), y_p [R, N_p], bias_p [N_p] or empty (the caller checks
+// shapes). Each y_p is the bits a launch of its own gives. The accumulators are sized at compile time, one
+// instantiation per R. The bias rides along in the store: a decode step's launches cost more than its arithmetic.
+template <class Space, class Tune = Tuning<Space>, class E = float>
+void matmul_decode_group(const DecodeGroup<Space, E>& group, const ConstMatrix<Space>& x, float alpha = 1.0f,
+                         float beta = 0.0f) {
+  if (x.extent(0) == 0) return;
+  switch (x.extent(0)) {
+    case 1: return matmul_decode_rows<1, Space, Tune, E>(group, x, alpha, beta);
+    case 2: return matmul_decode_rows<2, Space, Tune, E>(group, x, alpha, beta);
+    case 3: return matmul_decode_rows<3, Space, Tune, E>(group, x, alpha, beta);
+    case 4: return matmul_decode_rows<4, Space, Tune, E>(group, x, alpha, beta);
+    case 5: return matmul_decode_rows<5, Space, Tune, E>(group, x, alpha, beta);
+    case 6: return matmul_decode_rows<6, Space, Tune, E>(group, x, alpha, beta);
+    case 7: return matmul_decode_rows<7, Space, Tune, E>(group, x, alpha, beta);
+    case 8: return matmul_decode_rows<8, Space, Tune, E>(group, x, alpha, beta);
+    default: Kokkos::abort("ptk::kernels::matmul_decode: x must have 1 to decode_max_rows rows");
+  }
+}
+
+// One product (a group of one). E is named, not deduced (w converts from a non-const View).
 template <class Space, class Tune = Tuning<Space>, class E = float>
 void matmul_decode(const Matrix<Space>& y, const ConstMatrix<Space>& x, const Same<ConstMatrixOf<Space, E>>& w,
                    float alpha = 1.0f, float beta = 0.0f, const ConstVector<Space>& bias = {}) {
   if (y.extent(0) == 0 || y.extent(1) == 0) return;
-  switch (x.extent(0)) {
-    case 1: return matmul_decode_rows<1, Space, Tune, E>(y, x, w, alpha, beta, bias);
-    case 2: return matmul_decode_rows<2, Space, Tune, E>(y, x, w, alpha, beta, bias);
-    case 3: return matmul_decode_rows<3, Space, Tune, E>(y, x, w, alpha, beta, bias);
-    case 4: return matmul_decode_rows<4, Space, Tune, E>(y, x, w, alpha, beta, bias);
-    case 5: return matmul_decode_rows<5, Space, Tune, E>(y, x, w, alpha, beta, bias);
-    case 6: return matmul_decode_rows<6, Space, Tune, E>(y, x, w, alpha, beta, bias);
-    case 7: return matmul_decode_rows<7, Space, Tune, E>(y, x, w, alpha, beta, bias);
-    case 8: return matmul_decode_rows<8, Space, Tune, E>(y, x, w, alpha, beta, bias);
-    default: Kokkos::abort("ptk::kernels::matmul_decode: x must have 1 to decode_max_rows rows");
-  }
+  matmul_decode_group<Space, Tune, E>(decode_single<Space, E>(y, w, bias), x, alpha, beta);
 }
 
 // Whether matmul_forward(c, a, b, trans_a, trans_b) is a decode product: one weight shared by the
@@ -283,7 +336,7 @@ bool decode_applies(const Tensor3<Space>& c, const ConstTensor3<Space>& a, const
 // Explicit instantiations (instances.hpp): compiled once, in src/ptk/kernels/inst/, for every space and tuning the
 // build has; declared extern here so that no other translation unit compiles these kernels again.
 #define PTK_MATMUL_DECODE_ELEMENT_INSTANCE(EXT, Space, Tune, E) \
-  EXT template void matmul_decode<Space, Tune, E>(const Matrix<Space>& y, const ConstMatrix<Space>& x, const Same<ConstMatrixOf<Space, E>>& w, float alpha, float beta, const ConstVector<Space>& bias);
+  EXT template void matmul_decode_group<Space, Tune, E>(const DecodeGroup<Space, E>& group, const ConstMatrix<Space>& x, float alpha, float beta);
 #define PTK_MATMUL_DECODE_TUNED_INSTANCES(EXT, Space, Tune)           \
   PTK_MATMUL_DECODE_ELEMENT_INSTANCE(EXT, Space, Tune, float)        \
   PTK_MATMUL_DECODE_ELEMENT_INSTANCE(EXT, Space, Tune, ::ptk::bf16) \

@@ -173,18 +173,21 @@ ag::Var Decoder::attention(int i, const ag::Var& x, Attention& attention) const 
     const ag::Var qkv = ag::linear(x, l.qkv_w, l.qkv_b);
     return attention(i, {qkv, 0}, {qkv, C}, {qkv, 2 * C}, heads);
   }
-  ag::Var q = ag::linear(x, l.q_w), k = ag::linear(x, l.k_w);
+  const std::vector<ag::Var> qkv = ag::linears(x, {l.q_w, l.k_w, l.v_w});  // a decode step: one launch
+  ag::Var q = qkv[0], k = qkv[1];
   if (parts_.positions == DecoderParts::Positions::rope) {
     q = ag::rope(q, heads.heads, attention.pos(), config_.rope_base);
     k = ag::rope(k, heads.kv_heads, attention.pos(), config_.rope_base);
   }
-  const ag::Var v = ag::linear(x, l.v_w);
-  return attention(i, {q}, {k}, {v}, heads);
+  return attention(i, {q}, {k}, {qkv[2]}, heads);
 }
 
 // The MLP's hidden activations, before the down projection.
 ag::Var Decoder::mlp(const Layer& l, const ag::Var& x) const {
-  if (parts_.mlp == DecoderParts::Mlp::swiglu) return ag::mul(ag::silu(ag::linear(x, l.gate_w)), ag::linear(x, l.up_w));
+  if (parts_.mlp == DecoderParts::Mlp::swiglu) {
+    const std::vector<ag::Var> gate_up = ag::linears(x, {l.gate_w, l.up_w});
+    return ag::mul(ag::silu(gate_up[0]), gate_up[1]);
+  }
   return ag::gelu(ag::linear(x, l.up_w, l.up_b));
 }
 

@@ -3,6 +3,9 @@
 // linear_accumulate: Y += the same, in place. For a few rows against W (a decode step: kernels::decode_applies)
 // the decode kernel adds the bias as it stores, one launch; otherwise the GEMM, then kernels::bias_forward.
 // W may be stored as any element type (dtype.hpp; see the overload below).
+#include <algorithm>
+#include <vector>
+
 #include "ptk/kernels/add.hpp"
 #include "ptk/kernels/quantize_activations.hpp"
 #include "ptk/ops/checks.hpp"
@@ -114,6 +117,43 @@ template <class Space, class Tune = kernels::Tuning<Space>, class E>
 void linear_accumulate(const Tensor<Space>& y, const Tensor<Space>& x, const Tensor<Space, E>& w,
                        const Tensor<Space>& b = Tensor<Space>()) {
   detail::stored_linear_into<Space, Tune>("linear_accumulate", y, x, w, b, true);
+}
+
+// ys[p] = x · ws[p]ᵀ for up to kernels::decode_group_max weights of one element type and in-dimension (a layer's
+// q, k and v, or gate and up): where x has a decode product's few rows (as linear takes the decode kernel for them),
+// one launch for all, x rounded to int8 once for q8_0 and q4_0 (kernels::matmul_decode_group); otherwise a linear
+// each. Each ys[p] is the bits linear(x, ws[p]) gives.
+template <class Space, class Tune = kernels::Tuning<Space>, class E = float>
+std::vector<Tensor<Space>> linear_group(const Tensor<Space>& x, const std::vector<Tensor<Space, E>>& ws) {
+  check_tensor("linear_group", "X", x, 2, 2);
+  require(!ws.empty() && ws.size() <= static_cast<std::size_t>(kernels::decode_group_max), "linear_group: ",
+          ws.size(), " weights; a group has 1 to ", kernels::decode_group_max);
+  for (const auto& w : ws) {
+    check_tensor("linear_group", "W", w, 2, 2);
+    require(w.dim(1) == x.dim(1), "linear_group: X has shape ", x.shape(), " and W ", w.shape(), "; W must be [N, ",
+            x.dim(1), "]");
+  }
+  const int M = static_cast<int>(x.dim(0)), K = static_cast<int>(x.dim(1));
+  const int decode_rows = is_quantized_v<E> ? std::max(kernels::decode_max_rows, Tune::decode::quantized_rows)
+                                            : kernels::decode_max_rows;
+  std::vector<Tensor<Space>> ys;
+  if (ws.size() == 1 || M > decode_rows) {
+    for (const auto& w : ws) ys.push_back(linear<Space, Tune>(x, w));
+    return ys;
+  }
+  for (const auto& w : ws) ys.push_back(Tensor<Space>::uninitialized({x.dim(0), w.dim(0)}, "ptk::linear"));
+  for (int r = 0; r < M; r += kernels::decode_max_rows) {  // as stored_linear_into: 8 rows of x at a time
+    const int rows = std::min(kernels::decode_max_rows, M - r);
+    const std::size_t at = static_cast<std::size_t>(r);
+    kernels::DecodeGroup<Space, E> group;
+    for (std::size_t p = 0; p < ws.size(); ++p) {
+      const std::size_t N = static_cast<std::size_t>(ws[p].dim(0));
+      group.part[p] = {Matrix<Space>(ys[p].rows().data() + at * N, rows, N), ws[p].rows(), ConstVector<Space>()};
+    }
+    group.count = static_cast<int>(ws.size());
+    kernels::matmul_decode_group<Space, Tune, E>(group, ConstMatrix<Space>(x.rows().data() + at * K, rows, K));
+  }
+  return ys;
 }
 
 }  // namespace ptk::ops
