@@ -47,7 +47,7 @@ void with_caches(const Var& k_cache, const Var& v_cache, F&& f) {
 }  // namespace
 
 Var cached_attention(HeadColumns q, HeadColumns k, HeadColumns v, const HeadLayout& layout, const Var& k_cache,
-                     const Var& v_cache, int pos) {
+                     const Var& v_cache, int pos, std::optional<float> rope_base) {
   const char* op = "cached_attention";
   check_same_device(op, q.rows, "q", k_cache, "K cache");
   check_same_device(op, k.rows, "k", k_cache, "K cache");
@@ -68,7 +68,11 @@ Var cached_attention(HeadColumns q, HeadColumns k, HeadColumns v, const HeadLayo
   on_device(k_cache.device(), [&](auto tag) {
     using S = typename decltype(tag)::type;
     with_caches<S>(k_cache, v_cache, [&](const auto& kc, const auto& vc) {
-      ops::kv_cache_append(kc, vc, data_of<S>(k.rows), k.offset, data_of<S>(v.rows), v.offset, pos);
+      if (rope_base)
+        ops::rope_kv_cache_append(kc, vc, data_of<S>(q.rows), q.offset, H, data_of<S>(k.rows), k.offset,
+                                  data_of<S>(v.rows), v.offset, pos, *rope_base);
+      else
+        ops::kv_cache_append(kc, vc, data_of<S>(k.rows), k.offset, data_of<S>(v.rows), v.offset, pos);
     });
   });
   // Prefill: nothing before the new tokens, so they attend only each other: flash attention on their own rows.

@@ -3,6 +3,7 @@
 // sequence, and sampling. They record no graph: their results never require a gradient.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "ptk/autograd/functions.hpp"
@@ -15,9 +16,11 @@ namespace ptk::ag {
 // h / (heads / kv_heads). Returns [B, Tn, heads·D]. A first call (pos = 0) with several tokens is a prefill: it
 // runs causal_attention over the new tokens (flash); every other call runs the split-KV decode attention over the
 // cache, where a group's query heads share each read of a key. The caches are f32, or bf16 or f16 (Var::store_as):
-// the new keys and values are rounded into them, and a prefill's own attention still sees them unrounded.
+// the new keys and values are rounded into them, and a prefill's own attention still sees them unrounded. With
+// rope_base, q's and k's heads are first rotated in place (rope at positions pos …, in the pass that appends them:
+// ops::rope_kv_cache_append), so q.rows and k.rows must be this call's own (a decode step's projections).
 Var cached_attention(HeadColumns q, HeadColumns k, HeadColumns v, const HeadLayout& layout, const Var& k_cache,
-                     const Var& v_cache, int pos);
+                     const Var& v_cache, int pos, std::optional<float> rope_base = std::nullopt);
 
 // x[..., out] += a[..., in] · weight[out, in]ᵀ + bias[out] (bias may be undefined), in place: a residual
 // connection without a separate add (a decode step's launches cost more than its arithmetic). x's old value is

@@ -171,15 +171,21 @@ ag::Var Decoder::attention(int i, const ag::Var& x, Attention& attention) const 
   const ag::HeadLayout heads{H, kv_heads(config_), C / H};
   if (parts_.fused_qkv) {  // (no architecture has rope with a fused projection)
     const ag::Var qkv = ag::linear(x, l.qkv_w, l.qkv_b);
-    return attention(i, {qkv, 0}, {qkv, C}, {qkv, 2 * C}, heads);
+    return attention(i, {qkv, 0}, {qkv, C}, {qkv, 2 * C}, heads, std::nullopt);
   }
   const std::vector<ag::Var> qkv = ag::linears(x, {l.q_w, l.k_w, l.v_w});  // a decode step: one launch
-  ag::Var q = qkv[0], k = qkv[1];
-  if (parts_.positions == DecoderParts::Positions::rope) {
-    q = ag::rope(q, heads.heads, attention.pos(), config_.rope_base);
-    k = ag::rope(k, heads.kv_heads, attention.pos(), config_.rope_base);
-  }
-  return attention(i, {q}, {k}, {qkv[2]}, heads);
+  const bool rope = parts_.positions == DecoderParts::Positions::rope;
+  return attention(i, {qkv[0]}, {qkv[1]}, {qkv[2]}, heads, rope ? std::optional<float>(config_.rope_base) : std::nullopt);
+}
+
+ag::Var FullAttention::operator()(int, ag::HeadColumns q, ag::HeadColumns k, ag::HeadColumns v,
+                                  const ag::HeadLayout& heads, std::optional<float> rope_base) {
+  if (!rope_base) return ag::causal_attention(q, k, v, heads);
+  require(q.offset == 0 && k.offset == 0, "attention: rope rotates whole q and k projections (offsets ", q.offset,
+          ", ", k.offset, ")");
+  const ag::Var q_rotated = ag::rope(q.rows, heads.heads, 0, *rope_base);
+  const ag::Var k_rotated = ag::rope(k.rows, heads.kv_heads, 0, *rope_base);
+  return ag::causal_attention({q_rotated}, {k_rotated}, v, heads);
 }
 
 // The MLP's hidden activations, before the down projection.

@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -84,8 +85,9 @@ class Attention {
   virtual ~Attention() = default;
   virtual int pos() const = 0;
   virtual bool in_place() const = 0;
+  // With rope_base, q and k (whole projections: offset 0) are rotated at positions pos() … first.
   virtual ag::Var operator()(int layer, ag::HeadColumns q, ag::HeadColumns k, ag::HeadColumns v,
-                             const ag::HeadLayout& heads) = 0;
+                             const ag::HeadLayout& heads, std::optional<float> rope_base) = 0;
 };
 
 // Training and evaluation: causal attention over the whole sequence, differentiable (ag::causal_attention).
@@ -93,10 +95,8 @@ class FullAttention final : public Attention {
  public:
   int pos() const override { return 0; }
   bool in_place() const override { return false; }
-  ag::Var operator()(int, ag::HeadColumns q, ag::HeadColumns k, ag::HeadColumns v,
-                     const ag::HeadLayout& heads) override {
-    return ag::causal_attention(q, k, v, heads);
-  }
+  ag::Var operator()(int, ag::HeadColumns q, ag::HeadColumns k, ag::HeadColumns v, const ag::HeadLayout& heads,
+                     std::optional<float> rope_base) override;
 };
 
 // A batch of token ids [B, T] and, for a learned position table, their positions (undefined for rope).

@@ -27,9 +27,10 @@ KvCache make_kv_cache(const Decoder& model, int batch, int capacity, DType dtype
 }
 
 ag::Var CachedAttention::operator()(int layer, ag::HeadColumns q, ag::HeadColumns k, ag::HeadColumns v,
-                                    const ag::HeadLayout& heads) {
+                                    const ag::HeadLayout& heads, std::optional<float> rope_base) {
   const auto i = static_cast<std::size_t>(layer);
-  return ag::cached_attention(q, k, v, heads, cache_.k[i], cache_.v[i], cache_.length);
+  // rope rides along with the cache append (one launch): q and k are this step's own projections.
+  return ag::cached_attention(q, k, v, heads, cache_.k[i], cache_.v[i], cache_.length, rope_base);
 }
 
 ag::Var forward_cached(const Decoder& model, KvCache& cache, const std::vector<int>& ids, int Tn, bool all_positions) {

@@ -31,8 +31,8 @@ class CachedAttention final : public Attention {
   explicit CachedAttention(KvCache& cache) : cache_(cache) {}
   int pos() const override { return cache_.length; }
   bool in_place() const override { return true; }
-  ag::Var operator()(int layer, ag::HeadColumns q, ag::HeadColumns k, ag::HeadColumns v,
-                     const ag::HeadLayout& heads) override;
+  ag::Var operator()(int layer, ag::HeadColumns q, ag::HeadColumns k, ag::HeadColumns v, const ag::HeadLayout& heads,
+                     std::optional<float> rope_base) override;
 
  private:
   KvCache& cache_;

@@ -7,7 +7,8 @@
 // cache halves the bytes a step reads; its values are read as float, the arithmetic is fp32.
 // kv_cache_append: writes the heads of the new tokens' keys and values, projection rows [B,Tn,W] (columns offset …
 // offset + Hkv·D of each), into positions pos … pos + Tn − 1 of the caches [B,Hkv,Tmax,D], rounded to the caches'
-// type to nearest even (a value beyond f16's range becomes inf there, and the attention's output NaN).
+// type to nearest even (a value beyond f16's range becomes inf there, and the attention's output NaN);
+// rope_kv_cache_append: the same after rotating the new tokens' q and k heads in place (rope in the same pass).
 #include <cmath>
 #include <optional>
 
@@ -15,6 +16,7 @@
 #include "ptk/kernels/heads.hpp"
 #include "ptk/ops/attention.hpp"
 #include "ptk/ops/checks.hpp"
+#include "ptk/ops/rope.hpp"
 
 namespace ptk::ops {
 
@@ -83,11 +85,12 @@ AttentionOutputs<Space> decode_attention(const Tensor<Space>& q, const Tensor<Sp
   return r;
 }
 
-template <class Space, class E = float>
-void kv_cache_append(const Tensor<Space, E>& k_cache, const Tensor<Space, E>& v_cache, const Tensor<Space>& k_rows,
-                     std::int64_t k_offset, const Tensor<Space>& v_rows, std::int64_t v_offset, std::int64_t pos) {
-  const char* op = "kv_cache_append";
-  detail::check_cache(op, k_cache, v_cache);
+namespace detail {
+template <class Space, class E>
+void check_append(const char* op, const Tensor<Space, E>& k_cache, const Tensor<Space, E>& v_cache,
+                  const Tensor<Space>& k_rows, std::int64_t k_offset, const Tensor<Space>& v_rows, std::int64_t v_offset,
+                  std::int64_t pos) {
+  check_cache(op, k_cache, v_cache);
   check_tensor(op, "k rows", k_rows, 3, 3);
   check_tensor(op, "v rows", v_rows, 3, 3);
   const auto B = k_cache.dim(0), H = k_cache.dim(1), Tmax = k_cache.dim(2), D = k_cache.dim(3), Tn = k_rows.dim(1);
@@ -102,12 +105,47 @@ void kv_cache_append(const Tensor<Space, E>& k_cache, const Tensor<Space, E>& v_
           ") of the v rows hold the heads, beyond the rows' columns (", shapes, ")");
   require(pos >= 0 && pos + Tn <= Tmax, op, ": positions [", pos, ", ", pos + Tn, ") do not fit the cache's Tmax = ",
           Tmax, " (", shapes, ")");
-  const auto as3 = [](const Tensor<Space>& t) { return Tensor3<Space>(t.data(), t.dim(0), t.dim(1), t.dim(2)); };
-  const auto as4 = [](const Tensor<Space, E>& t) {
-    return Tensor4Of<Space, E>(t.data(), t.dim(0), t.dim(1), t.dim(2), t.dim(3));
-  };
-  kernels::split_kv<Space, E>(as4(k_cache), as4(v_cache), as3(k_rows), static_cast<int>(k_offset), as3(v_rows),
-                              static_cast<int>(v_offset), static_cast<int>(pos));
+}
+template <class Space>
+Tensor3<Space> as3(const Tensor<Space>& t) {
+  return Tensor3<Space>(t.data(), t.dim(0), t.dim(1), t.dim(2));
+}
+template <class Space, class E>
+Tensor4Of<Space, E> as4(const Tensor<Space, E>& t) {
+  return Tensor4Of<Space, E>(t.data(), t.dim(0), t.dim(1), t.dim(2), t.dim(3));
+}
+}  // namespace detail
+
+template <class Space, class E = float>
+void kv_cache_append(const Tensor<Space, E>& k_cache, const Tensor<Space, E>& v_cache, const Tensor<Space>& k_rows,
+                     std::int64_t k_offset, const Tensor<Space>& v_rows, std::int64_t v_offset, std::int64_t pos) {
+  detail::check_append("kv_cache_append", k_cache, v_cache, k_rows, k_offset, v_rows, v_offset, pos);
+  kernels::split_kv<Space, E>(detail::as4(k_cache), detail::as4(v_cache), detail::as3(k_rows), static_cast<int>(k_offset),
+                              detail::as3(v_rows), static_cast<int>(v_offset), static_cast<int>(pos));
+}
+
+// rope_kv_cache_append: kv_cache_append after rotating, in place, the q rows' q_heads heads of D from column q_offset
+// and the k rows' heads (ops::rope's rotation, layout bthd, positions pos … pos + Tn − 1, `base`): one pass, the bits
+// of ops::rope on q and k then kv_cache_append. q rows [B, Tn, W] (D even).
+template <class Space, class E = float>
+void rope_kv_cache_append(const Tensor<Space, E>& k_cache, const Tensor<Space, E>& v_cache, const Tensor<Space>& q_rows,
+                          std::int64_t q_offset, std::int64_t q_heads, const Tensor<Space>& k_rows, std::int64_t k_offset,
+                          const Tensor<Space>& v_rows, std::int64_t v_offset, std::int64_t pos, float base) {
+  const char* op = "rope_kv_cache_append";
+  detail::check_append(op, k_cache, v_cache, k_rows, k_offset, v_rows, v_offset, pos);
+  check_tensor(op, "q rows", q_rows, 3, 3);
+  const auto D = k_cache.dim(3), Tn = k_rows.dim(1);
+  require(q_rows.dim(0) == k_cache.dim(0) && q_rows.dim(1) == Tn, op, ": q rows ", q_rows.shape(), " and k rows ",
+          k_rows.shape(), " must share B and Tn");
+  require(q_heads > 0 && q_offset >= 0 && q_offset + q_heads * D <= q_rows.dim(2), op, ": ", q_heads, " query heads of ",
+          D, " from column ", q_offset, " do not fit q rows ", q_rows.shape());
+  require(D % 2 == 0, op, ": the head dimension D = ", D, " must be even");
+  require(std::isfinite(base) && base > 0.0f, op, ": base must be a positive number, got ", base);
+  const auto tables = detail::rope_tables<Space>(Tn, D, pos, base);
+  kernels::rope_kv_append<Space, E>(detail::as3(q_rows), static_cast<int>(q_offset), static_cast<int>(q_heads),
+                                    detail::as3(k_rows), static_cast<int>(k_offset), detail::as3(v_rows),
+                                    static_cast<int>(v_offset), detail::as4(k_cache), detail::as4(v_cache),
+                                    static_cast<int>(pos), tables.cos, tables.sin);
 }
 
 }  // namespace ptk::ops
