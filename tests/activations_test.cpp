@@ -1,8 +1,12 @@
 // gelu and silu parity (forward and backward) against the oracle, over odd sizes and the values where
-// they saturate.
+// they saturate; swiglu against silu then mul.
 #include <limits>
+#include <tuple>
+
+#include "bits.hpp"
 
 #include "parity.hpp"
+#include "ptk/kernels/mul.hpp"
 #include "ptk/ops/activations.hpp"
 #include "ptk/reference/activations_backward.hpp"
 #include "ptk/reference/gelu.hpp"
@@ -129,6 +133,46 @@ TEST_P(ActivationParity, Backward16Bit) {
 
 INSTANTIATE_TEST_SUITE_P(Sweep, ActivationParity, ::testing::ValuesIn(kCases),
                          [](const auto& info) { return name(info.param); });
+
+// swiglu (silu(gate) · up in one pass, and its backward) against silu then mul, whose parity the sweep above and
+// the autograd's finite differences check: bit for bit, including the saturating and non-finite gates of
+// make_input, a NaN, and accumulation into dgate and dup.
+TEST(Swiglu, EqualsSiluThenMulBitForBit) {
+  for (std::int64_t n : {1, 3, 17, 127, 513, 4099})
+    for_each_space([&](auto space) {
+      using Space = typename decltype(space)::type;
+      using Tune = typename decltype(space)::tune;
+      const ActivationCase c{Activation::silu, {n}};
+      auto g = make_input(c);
+      if (n > 17) g[16] = std::numeric_limits<float>::quiet_NaN();
+      const auto u = uniform(n, -3, 3, name(c) + "up"), dy = uniform(n, -1, 1, name(c) + "dy");
+      const auto base_g = uniform(n, -1, 1, name(c) + "dg"), base_u = uniform(n, -1, 1, name(c) + "du");
+      const auto G = Tensor<Space>::from_host({n}, g), U = Tensor<Space>::from_host({n}, u);
+      const auto dY = Tensor<Space>::from_host({n}, dy);
+      const auto s = ops::silu<Space, Tune>(G);
+      auto want_y = Tensor<Space>({n});
+      kernels::mul_forward<Space>(want_y.flat(), s.flat(), U.flat());
+      const auto want_dg = Tensor<Space>::from_host({n}, base_g), want_du = Tensor<Space>::from_host({n}, base_u);
+      const auto ds = Tensor<Space>({n});  // silu's output gradient, from zero as the autograd's
+      kernels::mul_backward<Space>(ds.flat(), want_du.flat(), dY.flat(), s.flat(), U.flat());
+      ops::silu_backward<Space, Tune>(want_dg, G, ds);
+      const auto dg = Tensor<Space>::from_host({n}, base_g), du = Tensor<Space>::from_host({n}, base_u);
+      ops::swiglu_backward<Space, Tune>(dg, du, G, U, dY);
+      const auto du_only = Tensor<Space>::from_host({n}, base_u);
+      ops::swiglu_backward<Space, Tune>(Tensor<Space>(), du_only, G, U, dY);
+      for (const auto& [got, want, what] :
+           {std::tuple{ops::swiglu<Space, Tune>(G, U), want_y, "y"}, std::tuple{dg, want_dg, "dgate"},
+            std::tuple{du, want_du, "dup"}, std::tuple{du_only, want_du, "dup alone"}}) {
+        const auto a = got.to_vector(), b = want.to_vector();
+        for (std::size_t i = 0; i < a.size(); ++i)
+          ASSERT_EQ(to_bits(a[i]), to_bits(b[i])) << Space::name() << " n " << n << " " << what << "[" << i << "]: "
+                                                  << a[i] << " vs " << b[i] << " (gate " << g[i] << ")";
+      }
+    });
+  using S = Kokkos::DefaultExecutionSpace;
+  EXPECT_THROW(ops::swiglu(Tensor<S>({3, 4}), Tensor<S>({4, 3})), Error);
+  EXPECT_THROW(ops::swiglu_backward(Tensor<S>({3}), Tensor<S>(), Tensor<S>({4}), Tensor<S>({4}), Tensor<S>({4})), Error);
+}
 
 TEST(ActivationErrors, NameTheShapes) {
   using S = Kokkos::DefaultExecutionSpace;

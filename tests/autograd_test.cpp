@@ -1,5 +1,5 @@
 // Autograd: every gradient of small expressions (a shared sub-expression, a tensor used twice, a broadcast
-// operand, embedding into cross-entropy, attention; the Llama ops rmsnorm, silu, mul, rope and grouped-query
+// operand, embedding into cross-entropy, attention; the Llama ops rmsnorm, silu, swiglu, mul, rope and grouped-query
 // attention) against central finite differences of the same forward,
 // and the graph's life cycle: no-grad mode, accumulation, zero_grad, release after backward, errors.
 #include <gtest/gtest.h>
@@ -183,6 +183,9 @@ TEST(Autograd, RmsnormSiluMul) {
   expect_gradients_match({x, w, u}, [&] { return ag::sum_product(ag::mul(ag::silu(ag::rmsnorm(x, w, 1e-5f)), u), r); });
   // mul of a tensor with itself: both gradients land in one buffer.
   expect_gradients_match({u}, [&] { return ag::sum_product(ag::mul(u, u), r); });
+  // swiglu, as the MLP uses it; and with one input twice (both gradients into one buffer).
+  expect_gradients_match({x, w, u}, [&] { return ag::sum_product(ag::swiglu(ag::rmsnorm(x, w, 1e-5f), u), r); });
+  expect_gradients_match({u}, [&] { return ag::sum_product(ag::swiglu(u, u), r); });
 }
 
 TEST(Autograd, Rope) {

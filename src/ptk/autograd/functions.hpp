@@ -41,6 +41,7 @@ Var sum_product(const Var& a, const Var& b);                          // Σ a �
 // The ops the Llama decoder adds (functions_llama.cpp).
 Var rmsnorm(const Var& x, const Var& weight, float eps = 1e-5f);     // x · rsqrt(mean(x²) + eps) · weight, last dim
 Var silu(const Var& x);                                               // x · sigmoid(x)
+Var swiglu(const Var& gate, const Var& up);                          // silu(gate) · up, one pass (same shapes)
 Var mul(const Var& a, const Var& b);                                  // a ∘ b, same shapes
 // x[B, T, n_head·D] (D even): each head's D rotated as ops::rope does (half-split pairs, layout bthd), position t
 // by (t + pos_offset) · base^(-2i/D).

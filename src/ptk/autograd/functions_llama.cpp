@@ -1,4 +1,4 @@
-// The differentiable ops the Llama decoder adds: rmsnorm, silu, mul and rope.
+// The differentiable ops the Llama decoder adds: rmsnorm, silu, swiglu, mul and rope.
 #include <cmath>
 #include <optional>
 
@@ -36,6 +36,22 @@ Var silu(const Var& x) {
     return result<S>("silu", ops::silu<S, Tune>(tx), device, {x}, [ix = x.shared(), tx](VarImpl& out) {
       ops::silu_backward<S, Tune>(grad_of<S>(*ix), tx, out_grad<S>(out));
     });
+  });
+}
+
+Var swiglu(const Var& gate, const Var& up) {
+  const Device device = check_args("swiglu", {{"gate", gate}, {"up", up}});
+  require(gate.shape() == up.shape(), "swiglu: gate has shape ", gate.shape(), " but up has shape ", up.shape());
+  return on_compute(device, [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    using Tune = typename decltype(tag)::tune;
+    const Tensor<S> tg = data_of<S>(gate), tu = data_of<S>(up);
+    return result<S>("swiglu", ops::swiglu<S, Tune>(tg, tu), device, {gate, up},
+                     [ig = gate.shared(), iu = up.shared(), tg, tu](VarImpl& out) {
+                       ops::swiglu_backward<S, Tune>(ig->requires_grad ? grad_of<S>(*ig) : Tensor<S>(),
+                                                     iu->requires_grad ? grad_of<S>(*iu) : Tensor<S>(), tg, tu,
+                                                     out_grad<S>(out));
+                     });
   });
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 // silu_forward: out[n] = x * sigmoid(x) = x / (1 + exp(-x)).
 // silu_backward: inp, dout [n] -> dinp[n] += dout · silu'(x), silu'(x) = σ(x) (1 + x (1 - σ(x))).
+// swiglu_forward / swiglu_backward: silu(gate) · up and its backward, one pass each (below).
 // E: the element type of every array (f32, bf16, f16): read exactly, computed in fp32, each output rounded once.
 #include <Kokkos_Core.hpp>
 
@@ -52,6 +53,35 @@ void silu_backward(const VectorOf<Space, E>& dinp, const Same<ConstVectorOf<Spac
                      KOKKOS_LAMBDA(const std::size_t i) { return compat::mul_add(widen(dy[i]), silu_grad(widen(x[i])), widen(dx[i])); });
 }
 
+// swiglu_forward:  out[n] = silu(gate[n]) · up[n] (the gated MLP's hidden activations: silu and mul in one pass);
+// swiglu_backward: dgate[n] += (dout · up) · silu'(gate), dup[n] += dout · silu(gate) (either may be empty: not
+// wanted). fp32; each value the bits of silu_forward then mul_forward (and of their backward passes).
+template <class Space, class Tune = Tuning<Space>>
+void swiglu_forward(const Vector<Space>& out, const ConstVector<Space>& gate, const ConstVector<Space>& up) {
+  const float* g = gate.data();
+  const float* u = up.data();
+  elementwise<Space, typename Tune::rows>("ptk::swiglu_forward", gate.extent(0), out.data(),
+                                          KOKKOS_LAMBDA(const std::size_t i) { return silu_value(g[i]) * u[i]; });
+}
+
+// Blocks of Rows::elementwise_block elements, as elementwise's, with two outputs.
+template <class Space, class Tune = Tuning<Space>>
+void swiglu_backward(const Vector<Space>& dgate, const Vector<Space>& dup, const ConstVector<Space>& gate,
+                     const ConstVector<Space>& up, const ConstVector<Space>& dout) {
+  constexpr int B = Tune::rows::elementwise_block;
+  const std::size_t n = gate.extent(0);
+  const float *g = gate.data(), *u = up.data(), *dy = dout.data();
+  float *dg = dgate.extent(0) ? dgate.data() : nullptr, *du = dup.extent(0) ? dup.data() : nullptr;
+  Kokkos::parallel_for(
+      "ptk::swiglu_backward", Kokkos::RangePolicy<Space>(0, (n + B - 1) / B), KOKKOS_LAMBDA(const std::size_t block) {
+        const std::size_t begin = block * B, end = begin + B < n ? begin + B : n;
+        if (dg)
+          for (std::size_t i = begin; i < end; ++i) dg[i] = compat::mul_add(dy[i] * u[i], silu_grad(g[i]), dg[i]);
+        if (du)
+          for (std::size_t i = begin; i < end; ++i) du[i] = du[i] + dy[i] * silu_value(g[i]);
+      });
+}
+
 }  // namespace ptk::kernels
 
 // Explicit instantiations (instances.hpp): compiled once, in src/ptk/kernels/inst/, for every space and tuning the
@@ -60,6 +90,8 @@ void silu_backward(const VectorOf<Space, E>& dinp, const Same<ConstVectorOf<Spac
   EXT template void silu_forward<Space, Tune, E>(const VectorOf<Space, E>& out, const Same<ConstVectorOf<Space, E>>& inp); \
   EXT template void silu_backward<Space, Tune, E>(const VectorOf<Space, E>& dinp, const Same<ConstVectorOf<Space, E>>& inp, const Same<ConstVectorOf<Space, E>>& dout);
 #define PTK_SILU_TUNED_INSTANCES(EXT, Space, Tune)           \
+  EXT template void swiglu_forward<Space, Tune>(const Vector<Space>& out, const ConstVector<Space>& gate, const ConstVector<Space>& up); \
+  EXT template void swiglu_backward<Space, Tune>(const Vector<Space>& dgate, const Vector<Space>& dup, const ConstVector<Space>& gate, const ConstVector<Space>& up, const ConstVector<Space>& dout); \
   PTK_SILU_ELEMENT_INSTANCE(EXT, Space, Tune, float)       \
   PTK_SILU_ELEMENT_INSTANCE(EXT, Space, Tune, ::ptk::bf16) \
   PTK_SILU_ELEMENT_INSTANCE(EXT, Space, Tune, ::ptk::f16)

@@ -192,7 +192,7 @@ ag::Var FullAttention::operator()(int, ag::HeadColumns q, ag::HeadColumns k, ag:
 ag::Var Decoder::mlp(const Layer& l, const ag::Var& x) const {
   if (parts_.mlp == DecoderParts::Mlp::swiglu) {
     const std::vector<ag::Var> gate_up = ag::linears(x, {l.gate_w, l.up_w});
-    return ag::mul(ag::silu(gate_up[0]), gate_up[1]);
+    return ag::swiglu(gate_up[0], gate_up[1]);
   }
   return ag::gelu(ag::linear(x, l.up_w, l.up_b));
 }
