@@ -237,7 +237,7 @@ TEST(MatmulDecode, QuantizedEdgeValues) {
 TEST(Linear, StoredWeights) {
   const auto run = [](auto e) {
     using E = decltype(e);
-    for (std::int64_t M : {1, 8, 9, 17, 24, 25, 33})
+    for (std::int64_t M : {1, 8, 9, 17, 24, 25, 33, 40})
       for (bool with_bias : {true, false})
         for_each_space([&](auto space) {
           using Space = typename decltype(space)::type;

@@ -136,6 +136,11 @@ struct HostDecode {
   // a chunk and multiplying int8, rather than the f32 GEMM widening W's blocks (ops/linear.hpp). 75 M Llama q8_0
   // prefill: 12 rows 2.0x, 16 1.35x, 24 1.16x the GEMM's tokens/s, 32 0.82x (docs/benchmarks.md, 2026-11-28).
   static constexpr int quantized_rows = 24;
+  // Quantized W from this many rows of x on (0: never): matmul_quantized_panel, x's rows in SIMD lanes, panel_w_rows W
+  // rows a block step, panel_rows_per_team W rows a team (docs/benchmarks.md, "Quantized prompts in panels").
+  static constexpr int panel_from_rows = 9;
+  static constexpr int panel_w_rows = 8;
+  static constexpr int panel_rows_per_team = 32;
 };
 
 struct GpuDecode {
@@ -149,6 +154,9 @@ struct GpuDecode {
   static constexpr int prefetch_distance = 0;
   static constexpr bool int8_simd = false;  // the portable integer loop (a dp4a route is not written yet)
   static constexpr int quantized_rows = 8;  // none past the kernel's own rows: not measured on a GPU yet
+  static constexpr int panel_from_rows = 0;  // the panel kernel is the host's (its portable loop: one lane a team)
+  static constexpr int panel_w_rows = 1;
+  static constexpr int panel_rows_per_team = 1;
 };
 
 // ---- Attention (attention_forward.hpp, attention_backward.hpp) --------------------------------------

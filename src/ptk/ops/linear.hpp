@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "ptk/kernels/add.hpp"
+#include "ptk/kernels/matmul_quantized_panel.hpp"
 #include "ptk/kernels/quantize_activations.hpp"
 #include "ptk/ops/checks.hpp"
 #include "ptk/ops/convert.hpp"
@@ -53,11 +54,25 @@ void linear_accumulate(const Tensor<Space>& y, const Tensor<Space>& x, const Ten
 }
 
 // W stored as E (bf16, f16, q8_0, q4_0: dtype.hpp). A decode product reads W as stored (the decode kernel over E; for
-// q8_0 and q4_0 also up to Tune::decode::quantized_rows rows, 8 at a time, multiplied as integers); more rows take
-// the GEMM over W as stored (kernels/matmul_stored.hpp: q8_0 and q4_0 blocks widened as the host's
-// GEMM packs them), or, on a GPU, the f32 GEMM on q8_0 and q4_0 W converted for the call. Against q8_0 and q4_0, x is
-// rounded to int8 blocks on both paths (kernels/quantize_activations.hpp), as llama.cpp rounds it.
+// q8_0 and q4_0 also up to Tune::decode::quantized_rows rows, 8 at a time, multiplied as integers); on the host, q8_0
+// and q4_0 products of Tune::decode::panel_from_rows rows or more take the panel kernel (integers, x's rows in SIMD
+// lanes: kernels/matmul_quantized_panel.hpp); other products take the GEMM over W as stored (kernels/matmul_stored.hpp:
+// q8_0 and q4_0 blocks widened as the host's GEMM packs them), or, on a GPU, the f32 GEMM on q8_0 and q4_0 W converted
+// for the call. Against q8_0 and q4_0, x is rounded to int8 blocks on every path (kernels/quantize_activations.hpp),
+// as llama.cpp rounds it.
 namespace detail {
+// Which kernel a product of M rows of x with W stored as E takes: for q8_0 and q4_0 from Tune::decode::panel_from_rows
+// rows on, the panel kernel (x's rows in SIMD lanes); otherwise up to decode_max_rows rows (q8_0, q4_0: up to
+// Tune::decode::quantized_rows) the decode kernel, 8 rows at a time; otherwise the GEMM.
+enum class StoredRoute { decode, panel, gemm };
+template <class Tune, class E>
+StoredRoute stored_route(std::int64_t M) {
+  constexpr int panel_from = Tune::decode::panel_from_rows;
+  if (is_quantized_v<E> && panel_from > 0 && M >= panel_from) return StoredRoute::panel;
+  if (M <= kernels::decode_max_rows || (is_quantized_v<E> && M <= Tune::decode::quantized_rows)) return StoredRoute::decode;
+  return StoredRoute::gemm;
+}
+
 template <class Space, class Tune, class E>
 void stored_linear_into(const char* op, const Tensor<Space>& y, const Tensor<Space>& x, const Tensor<Space, E>& w,
                         const Tensor<Space>& b, bool accumulate) {
@@ -72,7 +87,15 @@ void stored_linear_into(const char* op, const Tensor<Space>& y, const Tensor<Spa
             w.dim(0), "]");
   const int M = static_cast<int>(x.dim(0)), N = static_cast<int>(w.dim(0)), K = static_cast<int>(x.dim(1));
   const ConstVector<Space> bias = b.defined() ? ConstVector<Space>(b.flat()) : ConstVector<Space>();
-  if (M > kernels::decode_max_rows && (!is_quantized_v<E> || M > Tune::decode::quantized_rows)) {
+  const StoredRoute route = stored_route<Tune, E>(M);
+  if constexpr (is_quantized_v<E>) {
+    if (route == StoredRoute::panel) {
+      kernels::matmul_quantized_panel<Space, Tune, E>(y.rows(), x.rows(), w.rows(), 1.0f, accumulate ? 1.0f : 0.0f);
+      if (b.defined()) kernels::bias_forward<Space>(y.rows(), y.rows(), b.flat());
+      return;
+    }
+  }
+  if (route == StoredRoute::gemm) {
     if constexpr (is_quantized_v<E>) {
       // x rounded to its int8 blocks first, as the decode kernel rounds it: every path multiplies the same values.
       const auto xq = Tensor<Space>::uninitialized(x.shape(), "ptk::linear_x_int8");
@@ -134,10 +157,8 @@ std::vector<Tensor<Space>> linear_group(const Tensor<Space>& x, const std::vecto
             x.dim(1), "]");
   }
   const int M = static_cast<int>(x.dim(0)), K = static_cast<int>(x.dim(1));
-  const int decode_rows = is_quantized_v<E> ? std::max(kernels::decode_max_rows, Tune::decode::quantized_rows)
-                                            : kernels::decode_max_rows;
   std::vector<Tensor<Space>> ys;
-  if (ws.size() == 1 || M > decode_rows) {
+  if (ws.size() == 1 || detail::stored_route<Tune, E>(M) != detail::StoredRoute::decode) {
     for (const auto& w : ws) ys.push_back(linear<Space, Tune>(x, w));
     return ys;
   }
