@@ -134,7 +134,8 @@ struct HostDecode {
   static constexpr bool int8_simd = true;  // quantized W: vpdpbusd where the build has AVX-512 VNNI
   // Quantized W: products of up to this many rows (a short prompt) take this kernel 8 rows at a time, reading W once
   // a chunk and multiplying int8, rather than the f32 GEMM widening W's blocks (ops/linear.hpp). 75 M Llama q8_0
-  // prefill: 12 rows 2.0x, 16 1.35x, 24 1.16x the GEMM's tokens/s, 32 0.82x (docs/benchmarks.md, 2026-11-28).
+  // prefill: 12 rows 2.0x, 16 1.35x, 24 1.16x the GEMM's tokens/s, 32 0.82x (docs/benchmarks.md, 2026-11-28). Since
+  // the panel kernel (below, from 9 rows) it applies only where panel_from_rows is 0 or above it.
   static constexpr int quantized_rows = 24;
   // Quantized W from this many rows of x on (0: never): matmul_quantized_panel, x's rows in SIMD lanes, panel_w_rows W
   // rows a block step, panel_rows_per_team W rows a team (docs/benchmarks.md, "Quantized prompts in panels").
