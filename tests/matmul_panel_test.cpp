@@ -84,7 +84,9 @@ TEST(MatmulPanel, VnniEqualsPortableAndNonFiniteRowsAreNaN) {
           if (r == 0 || r == 2) {
             ASSERT_TRUE(std::isnan(f[i]) && std::isnan(p[i])) << name << " row " << r << ": " << f[i] << ", " << p[i];
           } else {
+#if defined(PTK_HOST_VNNI)  // (without it both runs are the portable loop: nothing to compare)
             ASSERT_EQ(to_bits(f[i]), to_bits(p[i])) << name << " row " << r << " column " << i % N << ": " << f[i] << " vs " << p[i];
+#endif
           }
         }
       }
