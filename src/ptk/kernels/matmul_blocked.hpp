@@ -17,10 +17,16 @@
 
 namespace ptk::kernels {
 
-// One team per (batch, row block, column block). Per slab: the team packs, synchronizes, every
-// thread adds each of its micro-tiles' slab products (a length-≤slab sum held in registers) into
-// c, and the team synchronizes again. Summing k in chunks, chunks into slab sums and slab sums
-// into c keeps every fp32 partial sum ~ chunk + slab/chunk + K/slab additions deep, not K.
+// One team per (batch, row block). Its threads share the L3, so op(a)'s block is packed once a slab, by all of them,
+// into team scratch, as Goto's BLAS shares its packed panel; each thread then takes an equal share of the columns,
+// packs op(b)'s slab of each of its column blocks into its own part of the scratch (L2) and runs the micro-tiles:
+// row panels outer, so an 8-row A micro-panel stays in L1 while the block's B micro-panels stream from L2. A barrier
+// ends the slab (the next one overwrites the shared A panel). With enough row blocks, a team is one thread and the
+// threads take whole row blocks (matmul_blocked below chooses). Either way each value of a is packed once and each
+// of b once a row block: teams of one thread a (row block, column block), which this replaced, packed a 512-row
+// prompt's activations nine times and its weight twice (docs/benchmarks.md, "The GEMM's teams share a packed A").
+// Summing k in chunks, chunks into slab sums and slab sums into c keeps every fp32 partial sum
+// ~ chunk + slab/chunk + K/slab additions deep, not K (the host's chunk is its slab: 384 + K/384).
 template <class Space, class Tune, class EA = float, class EB = float>
 struct MatmulBlocked {
   static_assert(Element<EA>::block == 1, "a: one value per item, a pointer steps over values");
@@ -30,8 +36,7 @@ struct MatmulBlocked {
   static constexpr int MR = Tiles::micro_rows, NR = Tiles::micro_cols;
   // Summation depth: k is summed in chunks of `chunk`, chunks into a slab sum, slab sums into c.
   static constexpr int chunk = Tiles::chunk;
-  // Dynamic: on a shared host a preempted thread's blocks go to the other threads.
-  using Policy = Kokkos::TeamPolicy<Space, Kokkos::Schedule<Kokkos::Dynamic>>;
+  using Policy = Kokkos::TeamPolicy<Space>;
   using Team = typename Policy::member_type;
   using Scratch =
       Kokkos::View<float*, typename Space::scratch_memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
@@ -43,109 +48,126 @@ struct MatmulBlocked {
   float alpha, beta;
   int M, N, K;
   int block_rows, block_cols, slab;  // block_rows % MR == 0, block_cols % NR == 0
-  int row_blocks, col_blocks;
+  int row_blocks;
+  int thread_cols;  // a multiple of NR: thread t takes columns [t · thread_cols, (t + 1) · thread_cols)
 
-  // Floats of scratch per team: the packed A block and the packed B panel of one slab.
-  KOKKOS_INLINE_FUNCTION static std::size_t scratch_floats(int block_rows, int block_cols, int slab) {
-    return static_cast<std::size_t>(block_rows + block_cols) * static_cast<std::size_t>(slab);
+  // Floats of scratch per team of `threads`: the shared packed A block and each thread's packed B panel of one slab.
+  KOKKOS_INLINE_FUNCTION static std::size_t scratch_floats(int block_rows, int block_cols, int slab, int threads) {
+    return (static_cast<std::size_t>(block_rows) + static_cast<std::size_t>(block_cols) * threads) *
+           static_cast<std::size_t>(slab);
   }
 
   KOKKOS_INLINE_FUNCTION void operator()(const Team& team) const {
-    const int block = team.league_rank();
-    const int batch = block / (row_blocks * col_blocks);
-    const int i0 = (block % row_blocks) * block_rows;  // row blocks vary fastest: they share a B panel
-    const int j0 = (block / row_blocks % col_blocks) * block_cols;
+    const int batch = team.league_rank() / row_blocks;
+    const int i0 = (team.league_rank() % row_blocks) * block_rows;
     const int rows = M - i0 < block_rows ? M - i0 : block_rows;
-    const int cols = N - j0 < block_cols ? N - j0 : block_cols;
-    const int row_panels = (rows + MR - 1) / MR, col_panels = (cols + NR - 1) / NR;
+    const int row_panels = (rows + MR - 1) / MR;
     const int ab = a.extent(0) == 1 ? 0 : batch, bb = b.extent(0) == 1 ? 0 : batch;
     const int lda = static_cast<int>(a.extent(2)), ldb = static_cast<int>(b.extent(2));
-    const int ldc = N;
     const EA* const a_mat = &a(ab, 0, 0);
     const EB* const b_mat = &b(bb, 0, 0);
-    float* const c_blk = &c(batch, i0, j0);
 
     // +: pass a value, not a reference to the static member (which has no device-side definition).
-    Scratch scratch(team.team_scratch(+Tiles::scratch_level), scratch_floats(block_rows, block_cols, slab));
-    float* const a_pack = scratch.data();                       // [row_panels][kc][MR]
-    float* const b_pack = a_pack + static_cast<std::size_t>(block_rows) * slab;  // [col_panels][kc][NR]
+    Scratch scratch(team.team_scratch(+Tiles::scratch_level),
+                    scratch_floats(block_rows, block_cols, slab, team.team_size()));
+    float* const a_pack = scratch.data();  // [row_panels][kc][MR], shared
+    float* const b_pack = a_pack + (static_cast<std::size_t>(block_rows) +
+                                    static_cast<std::size_t>(block_cols) * team.team_rank()) * slab;  // [col_panels][kc][NR]
 
     const int slabs = K > 0 ? (K + slab - 1) / slab : 1;
     for (int s = 0; s < slabs; ++s) {
       const int k0 = s * slab;
       const int kc = K - k0 < slab ? K - k0 : slab;
-
-      // Pack op(a)[i0 .. i0+rows, k0 .. k0+kc], zero-padded to whole row panels; reads go along
-      // the contiguous index of a's storage.
-      if (!trans_a) {
-        pack_rows<MR>(team, a_mat + static_cast<std::size_t>(i0) * lda + k0, lda, rows, row_panels, kc, a_pack);
-      } else {
-        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, kc), [&](int k) {
-          const EA* src = a_mat + static_cast<std::size_t>(k0 + k) * lda + i0;
-          for (int p = 0; p < row_panels; ++p) {
-            float* dst = a_pack + (static_cast<std::size_t>(p) * kc + k) * MR;
-            for (int r = 0; r < MR; ++r) dst[r] = p * MR + r < rows ? load(src, p * MR + r) : 0.0f;
-          }
-        });
-      }
-      // Pack op(b)[k0 .. k0+kc, j0 .. j0+cols], zero-padded to whole column panels.
-      if (!trans_b) {
-        if constexpr (Element<EB>::block == 1) {
-          Kokkos::parallel_for(Kokkos::TeamThreadRange(team, kc), [&](int k) {
-            const EB* src = b_mat + static_cast<std::size_t>(k0 + k) * ldb + j0;
-            const int full_panels = cols / NR;
-            for (int q = 0; q < full_panels; ++q) {
-              float* dst = b_pack + (static_cast<std::size_t>(q) * kc + k) * NR;
-              for (int j = 0; j < NR; ++j) dst[j] = load(src, q * NR + j);
-            }
-            for (int q = full_panels; q < col_panels; ++q) {
-              float* dst = b_pack + (static_cast<std::size_t>(q) * kc + k) * NR;
-              for (int j = 0; j < NR; ++j) dst[j] = q * NR + j < cols ? load(src, q * NR + j) : 0.0f;
-            }
-          });
-        }
-      } else {  // b stored transposed (a weight [N, K]; ldb and the slab's start in items: blocks for q8_0, q4_0)
-        pack_rows<NR>(team, b_mat + static_cast<std::size_t>(j0) * ldb + k0 / Element<EB>::block, ldb, cols,
-                      col_panels, kc, b_pack);
-      }
+      pack_a(team, a_mat, lda, i0, rows, row_panels, k0, kc, a_pack);
       team.team_barrier();
+      const int j_begin = team.team_rank() * thread_cols;
+      const int j_end = N - j_begin < thread_cols ? N : j_begin + thread_cols;
+      for (int j0 = j_begin; j0 < j_end; j0 += block_cols) {
+        const int cols = j_end - j0 < block_cols ? j_end - j0 : block_cols;
+        const int col_panels = (cols + NR - 1) / NR;
+        pack_b(team, b_mat, ldb, j0, cols, col_panels, k0, kc, b_pack);
+        // The first slab applies beta (0: c is not read), later slabs add to c.
+        const float c_scale = s == 0 ? beta : 1.0f;
+        float* const c_blk = &c(batch, i0, j0);
+        for (int p = 0; p < row_panels; ++p)
+          for (int q = 0; q < col_panels; ++q)  // consecutive tiles share an A micro-panel
+            tile(a_pack + static_cast<std::size_t>(p) * kc * MR, b_pack + static_cast<std::size_t>(q) * kc * NR, kc,
+                 c_blk + static_cast<std::size_t>(p * MR) * N + q * NR, rows - p * MR, cols - q * NR, c_scale);
+      }
+      team.team_barrier();  // the next slab's A pack overwrites the panel
+    }
+  }
 
-      // The first slab applies beta (0: c is not read), later slabs add to c.
-      const float c_scale = s == 0 ? beta : 1.0f;
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, row_panels * col_panels), [&](int t) {
-        const int q = t % col_panels, p = t / col_panels;  // consecutive tiles share an A micro-panel
-        const float* ap = a_pack + static_cast<std::size_t>(p) * kc * MR;
-        const float* bp = b_pack + static_cast<std::size_t>(q) * kc * NR;
-        // Registers hold the sum over `chunk` steps; chunk sums are added into acc (L1 on the host).
-        float acc[MR][NR];
-        for (int r = 0; r < MR; ++r)
-          for (int j = 0; j < NR; ++j) acc[r][j] = 0.0f;
-        for (int k0c = 0; k0c < kc; k0c += chunk) {
-          const int k_end = kc - k0c < chunk ? kc : k0c + chunk;
-          float part[MR][NR];
-          for (int r = 0; r < MR; ++r)
-            for (int j = 0; j < NR; ++j) part[r][j] = 0.0f;
-          for (int k = k0c; k < k_end; ++k) {
-            const float* ak = ap + k * MR;
-            const float* bk = bp + k * NR;
-            for (int r = 0; r < MR; ++r) {
-              const float ar = ak[r];
-              for (int j = 0; j < NR; ++j) part[r][j] += ar * bk[j];
-            }
-          }
-          for (int r = 0; r < MR; ++r)
-            for (int j = 0; j < NR; ++j) acc[r][j] += part[r][j];
-        }
-        const int r_end = rows - p * MR < MR ? rows - p * MR : MR;
-        const int j_end = cols - q * NR < NR ? cols - q * NR : NR;
-        float* ct = c_blk + static_cast<std::size_t>(p * MR) * ldc + q * NR;
-        if (r_end == MR && j_end == NR) {
-          for (int r = 0; r < MR; ++r) store_row(ct + static_cast<std::size_t>(r) * ldc, acc[r], NR, c_scale);
-        } else {
-          for (int r = 0; r < r_end; ++r) store_row(ct + static_cast<std::size_t>(r) * ldc, acc[r], j_end, c_scale);
+  // Pack op(a)[i0 .. i0+rows, k0 .. k0+kc], zero-padded to whole row panels, by the whole team; reads go along the
+  // contiguous index of a's storage.
+  KOKKOS_INLINE_FUNCTION void pack_a(const Team& team, const EA* a_mat, int lda, int i0, int rows, int row_panels,
+                                     int k0, int kc, float* a_pack) const {
+    if (!trans_a) {
+      pack_rows<MR>(team, true, a_mat + static_cast<std::size_t>(i0) * lda + k0, lda, rows, row_panels, kc, a_pack);
+    } else {
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, kc), [&](int k) {
+        const EA* src = a_mat + static_cast<std::size_t>(k0 + k) * lda + i0;
+        for (int p = 0; p < row_panels; ++p) {
+          float* dst = a_pack + (static_cast<std::size_t>(p) * kc + k) * MR;
+          for (int r = 0; r < MR; ++r) dst[r] = p * MR + r < rows ? load(src, p * MR + r) : 0.0f;
         }
       });
-      team.team_barrier();
+    }
+  }
+
+  // Pack op(b)[k0 .. k0+kc, j0 .. j0+cols], zero-padded to whole column panels, by the calling thread alone.
+  KOKKOS_INLINE_FUNCTION void pack_b(const Team& team, const EB* b_mat, int ldb, int j0, int cols, int col_panels,
+                                     int k0, int kc, float* b_pack) const {
+    if (!trans_b) {
+      if constexpr (Element<EB>::block == 1) {
+        const int full_panels = cols / NR;
+        for (int k = 0; k < kc; ++k) {
+          const EB* src = b_mat + static_cast<std::size_t>(k0 + k) * ldb + j0;
+          for (int q = 0; q < full_panels; ++q) {
+            float* dst = b_pack + (static_cast<std::size_t>(q) * kc + k) * NR;
+            for (int j = 0; j < NR; ++j) dst[j] = load(src, q * NR + j);
+          }
+          for (int q = full_panels; q < col_panels; ++q) {
+            float* dst = b_pack + (static_cast<std::size_t>(q) * kc + k) * NR;
+            for (int j = 0; j < NR; ++j) dst[j] = q * NR + j < cols ? load(src, q * NR + j) : 0.0f;
+          }
+        }
+      }
+    } else {  // b stored transposed (a weight [N, K]; ldb and the slab's start in items: blocks for q8_0, q4_0)
+      pack_rows<NR>(team, false, b_mat + static_cast<std::size_t>(j0) * ldb + k0 / Element<EB>::block, ldb, cols,
+                    col_panels, kc, b_pack);
+    }
+  }
+
+  // c_tile (row stride N) = alpha · (A micro-panel · B micro-panel over kc) + c_scale · c_tile, the first
+  // rows_left × cols_left of the MR × NR tile. Registers hold the sum over `chunk` steps; chunk sums are added into
+  // acc (L1). The next B values are fetched `b_prefetch` k-steps ahead: the block's B panel lies in L2.
+  KOKKOS_INLINE_FUNCTION void tile(const float* ap, const float* bp, int kc, float* ct, int rows_left, int cols_left,
+                                   float c_scale) const {
+    float acc[MR][NR];
+    for (int k0c = 0; k0c < kc; k0c += chunk) {
+      const int k_end = kc - k0c < chunk ? kc : k0c + chunk;
+      float part[MR][NR];
+      for (int r = 0; r < MR; ++r)
+        for (int j = 0; j < NR; ++j) part[r][j] = 0.0f;
+      for (int k = k0c; k < k_end; ++k) {
+        const float* ak = ap + k * MR;
+        const float* bk = bp + k * NR;
+        for (int j = 0; j < NR; j += line_floats) prefetch_ahead<Tiles>(bk, j);
+        for (int r = 0; r < MR; ++r) {
+          const float ar = ak[r];
+          for (int j = 0; j < NR; ++j) part[r][j] += ar * bk[j];
+        }
+      }
+      for (int r = 0; r < MR; ++r)
+        for (int j = 0; j < NR; ++j) acc[r][j] = k0c == 0 ? part[r][j] : acc[r][j] + part[r][j];
+    }
+    const int r_end = rows_left < MR ? rows_left : MR;
+    const int j_end = cols_left < NR ? cols_left : NR;
+    if (r_end == MR && j_end == NR) {
+      for (int r = 0; r < MR; ++r) store_row(ct + static_cast<std::size_t>(r) * N, acc[r], NR, c_scale);
+    } else {
+      for (int r = 0; r < r_end; ++r) store_row(ct + static_cast<std::size_t>(r) * N, acc[r], j_end, c_scale);
     }
   }
 
@@ -157,18 +179,21 @@ struct MatmulBlocked {
   // blocks, src a row's first block of the slab; a tile's 16 values of a row are then half a block, widened first
   // (load_lanes) into an f32 tile that is transposed as f32 is, so the pack holds the values to_f32 would give.
   template <int P, class E>
-  KOKKOS_INLINE_FUNCTION void pack_rows(const Team& team, const E* src, int ld, int rows, int panels, int kc,
-                                        float* pack) const {
+  KOKKOS_INLINE_FUNCTION void pack_rows(const Team& team, bool by_team, const E* src, int ld, int rows, int panels,
+                                        int kc, float* pack) const {
     static_assert(P % 8 == 0, "each half of a 16-row tile lies in one panel");
     const auto at = [&](int r, int k) {
       return pack + static_cast<std::size_t>(r / P) * kc * P + static_cast<std::size_t>(k) * P + r % P;
     };
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, (panels * P + 15) / 16), [&](int g) {
+    const auto group = [&](int g) {
       const int r0 = 16 * g;
-      for (int r = r0 + 16; r < r0 + 32 && r < rows; ++r) prefetch_span(src + static_cast<std::size_t>(r) * ld, kc);
+      // The next group's rows a line a tile: fetching their whole stretch at once filled the line buffers and
+      // stalled the pack.
       int k = 0;
       if (r0 + 16 <= rows)
         for (; k + 16 <= kc; k += 16) {
+          for (int r = r0 + 16; r < r0 + 32 && r < rows; ++r)
+            prefetch_span(src + static_cast<std::size_t>(r) * ld + k / Element<E>::block, 16);
           if constexpr (Element<E>::block == 1) {
             load_transposed_16(src + static_cast<std::size_t>(r0) * ld + k, ld, at(r0, k), at(r0 + 8, k), P);
           } else {
@@ -179,7 +204,13 @@ struct MatmulBlocked {
         }
       for (int r = r0; r < r0 + 16 && r < panels * P; ++r)
         for (int kk = k; kk < kc; ++kk) *at(r, kk) = r < rows ? load(src + static_cast<std::size_t>(r) * ld, kk) : 0.0f;
-    });
+    };
+    const int groups = (panels * P + 15) / 16;
+    if (by_team) {
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, groups), group);
+    } else {
+      for (int g = 0; g < groups; ++g) group(g);
+    }
   }
 
   KOKKOS_INLINE_FUNCTION void store_row(float* dst, const float* acc, int n, float c_scale) const {
@@ -213,34 +244,48 @@ void matmul_blocked(const Tensor3<Space>& c, const ConstTensor3Of<Space, EA>& a,
   if constexpr (Element<EB>::block > 1)
     require(trans_b && !trans_a && K == static_cast<int>(b.extent(2)) * Element<EB>::block, "matmul: a ",
             dtype_name(Element<EB>::dtype), " b is a weight [N, K] read transposed, K whole blocks");
-  // Fewest blocks that fit the tile limits, then (where the league is small) a few more if that
-  // shortens the slowest team's share: e.g. 9 equal blocks on 2 threads run as 5 + 4.
-  const int min_rb = (M + Tiles::block_rows - 1) / Tiles::block_rows;
-  const int min_cb = (N + Tiles::block_cols - 1) / Tiles::block_cols;
-  const long long teams_at_once =
-      std::max<long long>(1, Space().concurrency() / Tiles::team_size);  // teams that run side by side
-  int row_blocks = min_rb, col_blocks = min_cb;
-  double best = -1;
-  for (int rb = min_rb; rb <= min_rb + 3; ++rb) {
-    for (int cb = min_cb; cb <= min_cb + 3; ++cb) {
-      const int mc = detail::block_size(M, rb, Kernel::MR), nc = detail::block_size(N, cb, Kernel::NR);
-      if ((M + mc - 1) / mc != rb || (N + nc - 1) / nc != cb) continue;  // an empty block
-      const long long league = static_cast<long long>(batches) * rb * cb;
-      const long long waves = (league + teams_at_once - 1) / teams_at_once;
-      // Makespan in padded multiply-adds, plus a little per block for packing and its C traffic.
-      const double cost = static_cast<double>(waves) * mc * nc * (1.0 + 0.02 * (rb * cb));
-      if (best < 0 || cost < best) best = cost, row_blocks = rb, col_blocks = cb;
+  // Two ways to share the work among the threads, the cheaper one in padded multiply-adds and packed values (one
+  // costs Tiles::pack_cost multiply-adds) for the slowest thread:
+  // - rows: a team is one thread and takes whole row blocks, the fewest within the limit, their count over the batch
+  //   made a multiple of the threads where a few more blocks do it; each packs all of b once per block;
+  // - columns (fewer row blocks than threads): the threads form teams that pack a row block of a once and split its
+  //   columns, an equal share of NR-multiples a thread, cut into the fewest blocks within the limit (4096 on 2
+  //   threads: 2048 each, 4 x 432 + 320); each packs its share of b once.
+  using Policy = typename Kernel::Policy;
+  const int threads = std::max(1, std::min<int>(Space().concurrency(), Tiles::team_threads));
+  const int fewest = (M + Tiles::block_rows - 1) / Tiles::block_rows;
+  const auto padded = [](int n, int multiple) { return static_cast<double>((n + multiple - 1) / multiple * multiple); };
+  int row_blocks = fewest;
+  for (int rb = fewest; rb < fewest + threads; ++rb)
+    if (batches * rb % threads == 0) {
+      row_blocks = rb;
+      break;
     }
+  const double rows_cost = [&] {
+    const int rows = detail::block_size(M, row_blocks, Kernel::MR);
+    const double waves = (batches * ((M + rows - 1) / rows) + threads - 1) / threads;
+    return waves * (rows * padded(N, Kernel::NR) * K + Tiles::pack_cost * (static_cast<double>(N) + rows) * K);
+  }();
+  int team = 1;
+  if (batches * fewest < threads) {
+    const int t = threads / (batches * fewest), rows = detail::block_size(M, fewest, Kernel::MR);
+    const int cols = detail::block_size(N, t, Kernel::NR);
+    const double cols_cost = rows * static_cast<double>(cols) * K + Tiles::pack_cost * (cols + rows / t) * static_cast<double>(K);
+    if (cols_cost < rows_cost) team = t, row_blocks = fewest;
   }
   const int block_rows = detail::block_size(M, row_blocks, Kernel::MR);
-  const int block_cols = detail::block_size(N, col_blocks, Kernel::NR);
+  row_blocks = (M + block_rows - 1) / block_rows;
   const int slab = K < Tiles::slab ? (K > 0 ? K : 1) : Tiles::slab;
-  const std::size_t bytes = Kernel::scratch_floats(block_rows, block_cols, slab) * sizeof(float);
-  const auto policy = typename Kernel::Policy(batches * row_blocks * col_blocks, Tiles::team_size)
-                          .set_scratch_size(Tiles::scratch_level, Kokkos::PerTeam(bytes));
-  Kokkos::parallel_for("ptk::matmul_forward", policy,
-                       Kernel{c, a, b, trans_a, trans_b, alpha, beta, M, N, K, block_rows, block_cols, slab,
-                              row_blocks, col_blocks});
+  const auto kernel_for = [&](int thread_cols) {
+    const int blocks = (thread_cols + Tiles::block_cols - 1) / Tiles::block_cols;
+    return Kernel{c, a, b, trans_a, trans_b, alpha, beta, M, N, K, block_rows,
+                  detail::block_size(thread_cols, blocks, Kernel::NR), slab, row_blocks, thread_cols};
+  };
+  team = std::max(1, std::min(team, Policy(1, 1).team_size_max(kernel_for(N), Kokkos::ParallelForTag())));
+  const Kernel kernel = kernel_for(detail::block_size(N, team, Kernel::NR));
+  const std::size_t bytes = Kernel::scratch_floats(block_rows, kernel.block_cols, slab, team) * sizeof(float);
+  const auto policy = Policy(batches * row_blocks, team).set_scratch_size(Tiles::scratch_level, Kokkos::PerTeam(bytes));
+  Kokkos::parallel_for("ptk::matmul_forward", policy, kernel);
 }
 
 }  // namespace ptk::kernels
