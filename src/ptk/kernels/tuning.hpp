@@ -67,18 +67,21 @@ struct GpuRows {
 // ---- GEMM (matmul.hpp) -----------------------------------------------------------------------------
 // Host: the blocked Goto-style kernel (MatmulBlocked). A team is the threads that share an L3 (up to team_threads:
 // all of them here) and packs a block of A once a slab, into level-1 scratch; each thread packs its column blocks
-// of B (<= 720 KB, L2) and runs 8 x 48 micro-tiles, 24 AVX-512 accumulators (8 broadcasts and 3 loads a k-step),
-// consecutive tiles sharing an A micro-panel (12 KB, L1). 8 rows waste fewer padded rows on a prompt than 12 x 32
-// tiles did (16 rows: 1.15x) at the same speed on training shapes. A slab is summed in registers whole (chunk =
-// slab): a chunk of 64 added into an L1 tile every 64 k-steps cost 7 % at 512 x 4096 x 4096. B is fetched 16
-// k-steps ahead. (docs/benchmarks.md, "The GEMM for prefill rows", "The GEMM's teams share a packed A".)
+// of B (96 x 2048: 768 KB, L2) and runs 8 x 48 micro-tiles, 24 AVX-512 accumulators (8 broadcasts and 3 loads a
+// k-step), consecutive tiles sharing an A micro-panel. 8 rows waste fewer padded rows on a prompt than 12 x 32
+// tiles did (16 rows: 1.15x) at the same speed on training shapes. Long slabs: a weight row is packed in 8 KB runs
+// that the hardware prefetcher follows (384-float slabs gave it 1.5 KB runs) and C is read and written once every
+// 2048 k-steps; 2048 x 96 against 384 x 480 on the 2-vCPU Xeon: 1.2x at 16 x 4096 x 4096, 1.1-1.2x at 32-128 rows,
+// 1.0-1.04x at 512 and on training shapes. Registers sum 384 k-steps (chunk) before the tile in L1 takes them: a
+// chunk of 64 cost 7 % at 512 x 4096 x 4096. B is fetched 16 k-steps ahead. (docs/benchmarks.md, "The GEMM for
+// prefill rows", "The GEMM's teams share a packed A".)
 struct HostMatmul {
   static constexpr bool register_tiled = false;
   static constexpr int micro_rows = 8, micro_cols = 48;
-  static constexpr int block_rows = 512, block_cols = 480, slab = 384;
+  static constexpr int block_rows = 512, block_cols = 96, slab = 2048;
   static constexpr int team_threads = 1 << 20;  // every thread of the space: one L3 on the machines measured
   static constexpr int scratch_level = 1;
-  static constexpr int chunk = slab;  // k summed plainly in registers before it is added to the tile
+  static constexpr int chunk = 384;  // k summed plainly in registers before it is added to the tile
   static constexpr int prefetch_distance = 16 * micro_cols;  // floats of packed B ahead of the k-step
   // A value packed (a weight's, transposed from memory) costs about as long as 40 multiply-adds: at 128 x 4096 x
   // 4096, 16.7 M values packed took 4.5 ms of the two threads' time, 2.1 G multiply-adds 13 ms.
