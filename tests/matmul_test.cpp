@@ -7,6 +7,7 @@
 #include <cstring>
 #include <iostream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "matmul_cases.hpp"
@@ -41,6 +42,10 @@ const std::vector<MatmulCase> kCases = [] {
   cases.push_back({0, 0, 2, 33, 16384, true, true});
   cases.push_back({0, 0, 2, 3, 65536, false, true});
   cases.push_back({2, 2, 5, 3, 65536, true, false});
+  // The host's 2048-step slabs with a ragged last one: a prompt's rows (one team splits the columns) and a training
+  // product's (threads take whole row blocks).
+  cases.push_back({0, 0, 37, 100, 4099, false, true});
+  cases.push_back({0, 0, 1100, 50, 2100, false, false});
   // Attention-like batched shapes: QK^T (trans_b) and P·V.
   cases.push_back({6, 6, 64, 64, 32, false, true});
   cases.push_back({6, 6, 64, 32, 64, false, false});
@@ -244,6 +249,34 @@ const std::vector<MatmulCase> kBackwardCases = [] {
   cases.push_back({0, 5, 3, 257, 127, false, false});  // dA sums 5·257 columns over five GEMMs
   return cases;
 }();
+
+// The host GEMM's teams (matmul_blocked.hpp): a team of every OpenMP thread splitting a row block's columns, or one
+// thread a row block, or Serial's single thread, sum every element's k in the same order: the same bits.
+TEST(MatmulHost, SameBitsWhateverTheTeams) {
+#if defined(KOKKOS_ENABLE_OPENMP) && defined(KOKKOS_ENABLE_SERIAL)
+  for (const auto& [M, N, K, tb] : std::vector<std::tuple<std::int64_t, std::int64_t, std::int64_t, bool>>{
+           {64, 1000, 2100, true}, {1100, 150, 2100, false}, {9, 97, 4099, true}}) {
+    const auto a = uniform(M * K, -1, 1, "teams-a"), b = uniform(K * N, -1, 1, "teams-b");
+    const auto product = [&](auto space) {
+      using S = decltype(space);
+      const auto A = Tensor<S>::from_host({1, M, K}, a);
+      const auto B = tb ? Tensor<S>::from_host({1, N, K}, b) : Tensor<S>::from_host({1, K, N}, b);
+      Tensor<S> C({1, M, N});
+      kernels::matmul_forward<S, kernels::Tuning<S>>(C.batched_matrices(), A.batched_matrices(), B.batched_matrices(),
+                                                     false, tb);  // the host's tuning even under PTK_TUNING=gpu
+      return C.to_vector();
+    };
+    const auto serial = product(Kokkos::Serial()), openmp = product(Kokkos::OpenMP());
+    ASSERT_EQ(serial.size(), openmp.size());
+    for (std::size_t i = 0; i < serial.size(); ++i)
+      ASSERT_EQ(serial[i], openmp[i]) << M << " x " << N << " x " << K << ": element (" << i / N << ", " << i % N
+                                      << ") differs between Serial and OpenMP (" << Kokkos::OpenMP().concurrency()
+                                      << " threads)";
+  }
+#else
+  GTEST_SKIP() << "needs both Serial and OpenMP";
+#endif
+}
 
 // dA and dB start from random values: the op must add, not overwrite.
 template <class Space, class Tune>

@@ -26,7 +26,7 @@ namespace ptk::kernels {
 // of b once a row block: teams of one thread a (row block, column block), which this replaced, packed a 512-row
 // prompt's activations nine times and its weight twice (docs/benchmarks.md, "The GEMM's teams share a packed A").
 // Summing k in chunks, chunks into slab sums and slab sums into c keeps every fp32 partial sum
-// ~ chunk + slab/chunk + K/slab additions deep, not K (the host's chunk is its slab: 384 + K/384).
+// ~ chunk + slab/chunk + K/slab additions deep, not K (the host: 384 + 6 + K/2048).
 template <class Space, class Tune, class EA = float, class EB = float>
 struct MatmulBlocked {
   static_assert(Element<EA>::block == 1, "a: one value per item, a pointer steps over values");
