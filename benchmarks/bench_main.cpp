@@ -1,5 +1,6 @@
 // ptk_bench: every sweep in one binary. `--quick` runs a smaller, shorter sweep; all other flags
 // are Google Benchmark's (--benchmark_filter, --benchmark_out, ...).
+#include <sched.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -65,13 +66,29 @@ void fill_uniform(const Vector<Space>& v, float lo, float hi, std::uint32_t seed
 // of its SkylakeX ones there, 21 vs 11 ms at n = 1024 on one core). A fair comparison runs it at
 // its best, so the core type follows the ISA this CPU has, whatever was inherited, and the
 // program re-executes itself once before OpenBLAS loads. The report's context records both.
+// Under OMP_PROC_BIND / OMP_PLACES / GOMP_CPU_AFFINITY, libgomp has pinned this thread to its first place before
+// main, and the new process would inherit that one CPU: every OpenMP thread on it, half the GEMM's speed on two
+// cores. The mask is widened to every CPU the cgroup allows first (the kernel intersects a full mask with it), and
+// the new process's libgomp places its threads again; a narrower `taskset` is not kept (OMP_PLACES can say it).
+// (A parent that loaded libgomp under the same variables, `ptk bench`, passes its pin on too: widened the same way.)
 void run_openblas_at_its_best(char** argv) {
   const auto isa = ptk::cpu::vector_isa();
   const char* best = isa.avx512f ? "SkylakeX" : isa.avx2 ? "Haswell" : nullptr;
   const char* current = std::getenv("OPENBLAS_CORETYPE");
-  if (!best || (current && std::strcmp(current, best) == 0)) return;
-  if (!std::getenv("PTK_OPENBLAS_CORETYPE_INHERITED")) setenv("PTK_OPENBLAS_CORETYPE_INHERITED", current ? current : "(unset)", 1);
-  setenv("OPENBLAS_CORETYPE", best, 1);
+  const bool coretype = best && !(current && std::strcmp(current, best) == 0);
+  const bool pinned = (std::getenv("OMP_PROC_BIND") || std::getenv("OMP_PLACES") || std::getenv("GOMP_CPU_AFFINITY")) &&
+                      !std::getenv("PTK_BENCH_AFFINITY_WIDENED");
+  if (!coretype && !pinned) return;
+  if (coretype) {
+    if (!std::getenv("PTK_OPENBLAS_CORETYPE_INHERITED")) setenv("PTK_OPENBLAS_CORETYPE_INHERITED", current ? current : "(unset)", 1);
+    setenv("OPENBLAS_CORETYPE", best, 1);
+  }
+  if (pinned) {
+    cpu_set_t all;
+    std::memset(&all, 0xff, sizeof(all));
+    sched_setaffinity(0, sizeof(all), &all);
+    setenv("PTK_BENCH_AFFINITY_WIDENED", "1", 1);  // once
+  }
   execv("/proc/self/exe", argv);  // returns only on failure: then OpenBLAS keeps its own choice
 }
 
