@@ -25,6 +25,7 @@ import subprocess
 import sys
 import time
 
+import openblas_best  # before torch: OpenBLAS reads OPENBLAS_CORETYPE when it loads
 import torch
 import torch.nn.functional as F
 
@@ -135,7 +136,8 @@ def sweep(args):
                     bytes_ = 4.0 * (model.parameters() + 2.0 * L * B * ctx * C)
                     rows.append({"name": f"decode/pytorch/{shape}", "real_time": seconds * 1e3, "time_unit": "ms",
                                  "GB/s": bytes_ / seconds / 1e9, "tokens/s": B / seconds,
-                                 "openblas_threads": os.environ.get("OPENBLAS_NUM_THREADS", "default")})
+                                 "openblas_threads": os.environ.get("OPENBLAS_NUM_THREADS", "default"),
+                                 **openblas_best.coretype()})
                     print(f"decode/pytorch/{shape} (OPENBLAS_NUM_THREADS={rows[-1]['openblas_threads']}): "
                           f"{seconds * 1e3:.3f} ms/step, {B / seconds:,.0f} tokens/s", file=sys.stderr, flush=True)
     return rows

@@ -6,7 +6,8 @@
 # forward, backward and the update); the table gives the medians over the rounds and ptk / PyTorch in tokens/s.
 # usage: scripts/train_speed.sh [BUILD_DIR] [OUT_DIR] [ROUNDS] [STEPS]   (defaults build/cpu, train-speed, 3, 30)
 # Configurations (layers, width, heads, block, batch): 4 128 4 128 16 and 6 384 6 256 8 (CONFIGS overrides, e.g.
-# CONFIGS="4 128 4 64 16"). Installs nothing: /usr/bin/python3 needs torch (Debian: python3-torch).
+# CONFIGS="4 128 4 64 16"). Installs nothing: /usr/bin/python3 needs torch (Debian: python3-torch). PyTorch's OpenBLAS
+# runs with the core type of this CPU's ISA (scripts/openblas_best.py), as ptk_bench runs its peers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build/cpu} out=${2:-train-speed} rounds=${3:-3} steps=${4:-30}
@@ -58,3 +59,4 @@ for name, e in runs.items():
     print("| %s | %.1f | %.1f | %.0f | %.0f | %.2f (%.2f-%.2f) |" % (name, p, t, B * T / p * 1e3, B * T / t * 1e3,
                                                                 t / p, min(each), max(each)))
 EOF
+/usr/bin/python3 -c "import json, sys; j = json.load(open(sys.argv[1])); print('\nPyTorch %s: OpenBLAS core type %s (inherited: %s).' % (j['torch'], j['openblas_coretype'], j['openblas_coretype_inherited']))" "$out/torch.json" | tee -a "$out/train_speed.md"

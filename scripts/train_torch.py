@@ -16,6 +16,8 @@ import os
 import statistics
 import time
 
+import openblas_best  # before numpy and torch: OpenBLAS reads OPENBLAS_CORETYPE when it loads
+
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -91,7 +93,7 @@ def main():
         times.append((time.perf_counter() - t0) * 1e3)
     ms = statistics.median(times[a.warmup:])
     print(json.dumps({"ms_per_step": ms, "tokens_per_s": a.batch * a.block / (ms / 1e3), "loss": loss.item(),
-                      "torch": torch.__version__, "threads": a.threads}))
+                      "torch": torch.__version__, "threads": a.threads, **openblas_best.coretype()}))
 
 
 if __name__ == "__main__":
