@@ -141,7 +141,7 @@ struct MatmulBlocked {
 
   // c_tile (row stride N) = alpha · (A micro-panel · B micro-panel over kc) + c_scale · c_tile, the first
   // rows_left × cols_left of the MR × NR tile. Registers hold the sum over `chunk` steps; chunk sums are added into
-  // acc (L1). The next B values are fetched `b_prefetch` k-steps ahead: the block's B panel lies in L2.
+  // acc (L1). B is fetched Tiles::prefetch_distance floats (16 k-steps) ahead: the block's B panel lies in L2.
   KOKKOS_INLINE_FUNCTION void tile(const float* ap, const float* bp, int kc, float* ct, int rows_left, int cols_left,
                                    float c_scale) const {
     float acc[MR][NR];
@@ -173,8 +173,9 @@ struct MatmulBlocked {
 
   // pack[(r / P) · kc · P + k · P + r % P] = src[r · ld + k] for r < rows, k < kc, zeros up to whole panels: a row-major
   // operand whose rows become the panels' columns (a untransposed, P = MR; b transposed, P = NR). Whole 16 x 16 tiles
-  // are read transposed (load.hpp), the ragged edges value by value, and the next 16 rows are fetched ahead: a slab's
-  // stretch of a row is too short a run for the hardware prefetcher. Packing one value at a time, strided, was most of
+  // are read transposed (load.hpp), the ragged edges value by value, and the next 16 rows are fetched ahead, a line a
+  // tile (their whole stretches at once stalled on full line buffers). by_team: the team's threads share the 16-row
+  // groups, else the calling thread packs them all. Packing one value at a time, strided, was most of
   // a 16-row GEMM's time (docs/benchmarks.md, "The GEMM for prefill rows"). src and ld count items: for q8_0 and q4_0
   // blocks, src a row's first block of the slab; a tile's 16 values of a row are then half a block, widened first
   // (load_lanes) into an f32 tile that is transposed as f32 is, so the pack holds the values to_f32 would give.
