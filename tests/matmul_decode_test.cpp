@@ -371,16 +371,18 @@ TEST(MatmulDecode, TakenForFewRowsAgainstASharedWeight) {
   EXPECT_TRUE(all_close(via_op, want, {2, 3, N}, tolerance::matmul(K)));
 }
 
-// ops::linear and linear_accumulate: Y (=|+=) X·Wᵀ + b with the bias fused into the decode kernel (rows <= 8) or
-// added after the GEMM (more rows), and without a bias, against the oracle's product plus b in double.
+// ops::linear and linear_accumulate: Y (=|+=) X·Wᵀ + b with the bias added as the decode kernel (rows <= 8) or the
+// GEMM (more rows; K = 2100: the host's second, ragged slab adds onto the first's bias) stores, and without a bias,
+// against the oracle's product plus b in double.
 TEST(Linear, BiasOnBothPaths) {
   for (std::int64_t M : {1, 3, 8, 9, 33})
-    for (bool with_bias : {true, false})
-      for (bool accumulate : {false, true})
-        for_each_space([&](auto space) {
+    for (std::int64_t K : {513, 2100})
+      for (bool with_bias : {true, false})
+        for (bool accumulate : {false, true})
+          for_each_space([&](auto space) {
           using Space = typename decltype(space)::type;
           using Tune = typename decltype(space)::tune;
-          const std::int64_t N = 127, K = 513;
+          const std::int64_t N = 127;
           const auto name = "linear" + case_name(M, N, K);
           const auto x = uniform(M * K, -1, 1, name + "x"), w = uniform(N * K, -1, 1, name + "w");
           const auto b = uniform(N, -1, 1, name + "b"), y0 = uniform(M * N, -1, 1, name + "y");

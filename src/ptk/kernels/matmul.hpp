@@ -12,6 +12,7 @@
 
 #include "ptk/core/tensor.hpp"
 #include "ptk/core/vendor_blas.hpp"
+#include "ptk/kernels/add.hpp"
 #include "ptk/kernels/instances.hpp"
 #include "ptk/kernels/matmul_blocked.hpp"
 #include "ptk/kernels/matmul_decode.hpp"
@@ -38,14 +39,15 @@ bool matmul_vendor16(const Tensor3<Space>& c, const ConstTensor3Of<Space, E>& a,
   return vendor::gemm16(g, compat::native_stream(Space()));
 }
 
-// c = alpha · op(a) · op(b) + beta · c (beta = 0: c is only written). The portable kernel is the
-// decode kernel (matmul_decode.hpp) for a few f32 rows against a shared [N,K] weight (decode_applies),
-// else the GEMM Tune::matmul names (tuning.hpp): the host's cache-blocked one or the GPU's register-tiled one, and
-// on a GPU for two 16-bit operands the vendor GEMM where there is one. KokkosBlas::gemm (impl) takes f32 only.
+// c = alpha · op(a) · op(b) (+ bias) + beta · c (beta = 0: c is only written; bias [N], a linear layer's, added to
+// every row as the kernel stores, or empty). The portable kernel is the decode kernel (matmul_decode.hpp) for a few
+// f32 rows against a shared [N,K] weight (decode_applies), else the GEMM Tune::matmul names (tuning.hpp): the host's
+// cache-blocked one or the GPU's register-tiled one, and on a GPU for two 16-bit operands the vendor GEMM where there
+// is one (the bias then a pass of its own, as after KokkosBlas::gemm, the `impl` that takes f32 only).
 template <class Space, class Tune = Tuning<Space>, class EA = float, class EB = float>
 void matmul_forward(const Tensor3<Space>& c, const Same<ConstTensor3Of<Space, EA>>& a,
                     const Same<ConstTensor3Of<Space, EB>>& b, bool trans_a, bool trans_b, float alpha, float beta,
-                    MatmulImpl impl = MatmulImpl::portable) {
+                    MatmulImpl impl = MatmulImpl::portable, const ConstVector<Space>& bias = {}) {
   static_assert(Element<EA>::block == 1 && (Element<EB>::block == 1 || !Tune::matmul::register_tiled),
                 "the GEMM takes a in f32, bf16 and f16; b also in q8_0 and q4_0 on the host");
   const int batches = static_cast<int>(c.extent(0));
@@ -59,6 +61,7 @@ void matmul_forward(const Tensor3<Space>& c, const Same<ConstTensor3Of<Space, EA
         const auto c2 = Kokkos::subview(c, batch, Kokkos::ALL, Kokkos::ALL);
         KokkosBlas::gemm(trans_a ? "T" : "N", trans_b ? "T" : "N", alpha, a2, b2, beta, c2);
       }
+      if (bias.data()) bias_forward<Space>(Matrix<Space>(c.data(), batches * M, N), Matrix<Space>(c.data(), batches * M, N), bias);
       return;
     }
   } else {
@@ -66,21 +69,24 @@ void matmul_forward(const Tensor3<Space>& c, const Same<ConstTensor3Of<Space, EA
   }
   if constexpr (Tune::matmul::vendor_gemm16 && !is_host_space_v<Space> && std::is_same_v<EA, EB> &&
                 !std::is_same_v<EA, float>) {
-    if (matmul_vendor16<Space, EA>(c, a, b, trans_a, trans_b, alpha, beta)) return;
+    if (matmul_vendor16<Space, EA>(c, a, b, trans_a, trans_b, alpha, beta)) {
+      if (bias.data()) bias_forward<Space>(Matrix<Space>(c.data(), batches * M, N), Matrix<Space>(c.data(), batches * M, N), bias);
+      return;
+    }
   }
   if constexpr (std::is_same_v<EA, float>) {
     // decode_applies reads b's extents only: an f32 view of them, over no data, stands in for a stored b.
     if (decode_applies<Space>(c, a, ConstTensor3<Space>(nullptr, b.extent(0), b.extent(1), b.extent(2)), trans_a, trans_b)) {
       const int rows = batches * M, K = static_cast<int>(a.extent(2));
       matmul_decode<Space, Tune, EB>(Matrix<Space>(c.data(), rows, N), ConstMatrix<Space>(a.data(), rows, K),
-                                     ConstMatrixOf<Space, EB>(b.data(), N, b.extent(2)), alpha, beta);
+                                     ConstMatrixOf<Space, EB>(b.data(), N, b.extent(2)), alpha, beta, bias);
       return;
     }
   }
   if constexpr (Tune::matmul::register_tiled) {
-    matmul_register_tiled<Space, Tune, EA, EB>(c, a, b, trans_a, trans_b, alpha, beta);
+    matmul_register_tiled<Space, Tune, EA, EB>(c, a, b, trans_a, trans_b, alpha, beta, bias);
   } else {
-    matmul_blocked<Space, Tune, EA, EB>(c, a, b, trans_a, trans_b, alpha, beta);
+    matmul_blocked<Space, Tune, EA, EB>(c, a, b, trans_a, trans_b, alpha, beta, bias);
   }
 }
 
@@ -152,7 +158,7 @@ void matmul_backward(const Tensor3<Space>& da, const Tensor3<Space>& db, const C
 // Explicit instantiations (instances.hpp): compiled once, in src/ptk/kernels/inst/, for every space and tuning the
 // build has; declared extern here so that no other translation unit compiles these kernels again.
 #define PTK_MATMUL_TUNED_INSTANCES(EXT, Space, Tune) \
-  EXT template void matmul_forward<Space, Tune>(const Tensor3<Space>& c, const ConstTensor3<Space>& a, const ConstTensor3<Space>& b, bool trans_a, bool trans_b, float alpha, float beta, MatmulImpl impl); \
+  EXT template void matmul_forward<Space, Tune>(const Tensor3<Space>& c, const ConstTensor3<Space>& a, const ConstTensor3<Space>& b, bool trans_a, bool trans_b, float alpha, float beta, MatmulImpl impl, const ConstVector<Space>& bias); \
   EXT template void matmul_forward<Space, Tune>(const Tensor3<Space>& c, const ConstTensor3<Space>& a, const ConstTensor3<Space>& b, bool trans_a, bool trans_b, MatmulImpl impl); \
   EXT template void matmul_backward<Space, Tune>(const Tensor3<Space>& da, const Tensor3<Space>& db, const ConstTensor3<Space>& dc, const ConstTensor3<Space>& a, const ConstTensor3<Space>& b, bool trans_a, bool trans_b, MatmulImpl impl);
 namespace ptk::kernels {

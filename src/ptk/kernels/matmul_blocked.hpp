@@ -44,6 +44,7 @@ struct MatmulBlocked {
   Tensor3<Space> c;
   ConstTensor3Of<Space, EA> a;
   ConstTensor3Of<Space, EB> b;
+  ConstVector<Space> bias;  // [N], added to every row with the first slab, or empty
   bool trans_a, trans_b;
   float alpha, beta;
   int M, N, K;
@@ -86,13 +87,15 @@ struct MatmulBlocked {
         const int cols = j_end - j0 < block_cols ? j_end - j0 : block_cols;
         const int col_panels = (cols + NR - 1) / NR;
         pack_b(team, b_mat, ldb, j0, cols, col_panels, k0, kc, b_pack);
-        // The first slab applies beta (0: c is not read), later slabs add to c.
+        // The first slab applies beta (0: c is not read) and adds the bias, later slabs add to c.
         const float c_scale = s == 0 ? beta : 1.0f;
+        const float* const bias_blk = s == 0 && bias.data() ? bias.data() + j0 : nullptr;
         float* const c_blk = &c(batch, i0, j0);
         for (int p = 0; p < row_panels; ++p)
           for (int q = 0; q < col_panels; ++q)  // consecutive tiles share an A micro-panel
             tile(a_pack + static_cast<std::size_t>(p) * kc * MR, b_pack + static_cast<std::size_t>(q) * kc * NR, kc,
-                 c_blk + static_cast<std::size_t>(p * MR) * N + q * NR, rows - p * MR, cols - q * NR, c_scale);
+                 c_blk + static_cast<std::size_t>(p * MR) * N + q * NR, rows - p * MR, cols - q * NR, c_scale,
+                 bias_blk ? bias_blk + q * NR : nullptr);
       }
       team.team_barrier();  // the next slab's A pack overwrites the panel
     }
@@ -139,11 +142,11 @@ struct MatmulBlocked {
     }
   }
 
-  // c_tile (row stride N) = alpha · (A micro-panel · B micro-panel over kc) + c_scale · c_tile, the first
+  // c_tile (row stride N) = alpha · (A micro-panel · B micro-panel over kc) (+ bias) + c_scale · c_tile, the first
   // rows_left × cols_left of the MR × NR tile. Registers hold the sum over `chunk` steps; chunk sums are added into
   // acc (L1). B is fetched Tiles::prefetch_distance floats (16 k-steps) ahead: the block's B panel lies in L2.
   KOKKOS_INLINE_FUNCTION void tile(const float* ap, const float* bp, int kc, float* ct, int rows_left, int cols_left,
-                                   float c_scale) const {
+                                   float c_scale, const float* bias_tile) const {
     float acc[MR][NR];
     for (int k0c = 0; k0c < kc; k0c += chunk) {
       const int k_end = kc - k0c < chunk ? kc : k0c + chunk;
@@ -165,9 +168,9 @@ struct MatmulBlocked {
     const int r_end = rows_left < MR ? rows_left : MR;
     const int j_end = cols_left < NR ? cols_left : NR;
     if (r_end == MR && j_end == NR) {
-      for (int r = 0; r < MR; ++r) store_row(ct + static_cast<std::size_t>(r) * N, acc[r], NR, c_scale);
+      for (int r = 0; r < MR; ++r) store_row(ct + static_cast<std::size_t>(r) * N, acc[r], NR, c_scale, bias_tile);
     } else {
-      for (int r = 0; r < r_end; ++r) store_row(ct + static_cast<std::size_t>(r) * N, acc[r], j_end, c_scale);
+      for (int r = 0; r < r_end; ++r) store_row(ct + static_cast<std::size_t>(r) * N, acc[r], j_end, c_scale, bias_tile);
     }
   }
 
@@ -214,13 +217,21 @@ struct MatmulBlocked {
     }
   }
 
-  KOKKOS_INLINE_FUNCTION void store_row(float* dst, const float* acc, int n, float c_scale) const {
-    if (c_scale == 0.0f) {
+  // dst[j] = alpha · acc[j] (+ bias[j]) + c_scale · dst[j], as the decode kernel stores (c_scale 0: dst not read).
+  KOKKOS_INLINE_FUNCTION void store_row(float* dst, const float* acc, int n, float c_scale, const float* bias_row) const {
+    if (bias_row) {
+      if (c_scale == 0.0f) {
+        for (int j = 0; j < n; ++j) dst[j] = alpha * acc[j] + bias_row[j];
+      } else {
+        for (int j = 0; j < n; ++j) dst[j] = alpha * acc[j] + bias_row[j] + c_scale * dst[j];
+      }
+    } else if (c_scale == 0.0f) {
       for (int j = 0; j < n; ++j) dst[j] = alpha * acc[j];
     } else {
       for (int j = 0; j < n; ++j) dst[j] = alpha * acc[j] + c_scale * dst[j];
     }
   }
+
 };
 
 namespace detail {
@@ -233,10 +244,10 @@ inline int block_size(int extent, int blocks, int multiple) {
 
 }  // namespace detail
 
-// c = alpha · op(a) · op(b) + beta · c with the blocked kernel; c is not empty.
+// c = alpha · op(a) · op(b) (+ bias) + beta · c with the blocked kernel; c is not empty, bias [N] or empty.
 template <class Space, class Tune, class EA = float, class EB = float>
 void matmul_blocked(const Tensor3<Space>& c, const ConstTensor3Of<Space, EA>& a, const ConstTensor3Of<Space, EB>& b,
-                    bool trans_a, bool trans_b, float alpha, float beta) {
+                    bool trans_a, bool trans_b, float alpha, float beta, const ConstVector<Space>& bias) {
   const int batches = static_cast<int>(c.extent(0));
   const int M = static_cast<int>(c.extent(1)), N = static_cast<int>(c.extent(2));
   const int K = static_cast<int>(trans_a ? a.extent(1) : a.extent(2));
@@ -279,7 +290,7 @@ void matmul_blocked(const Tensor3<Space>& c, const ConstTensor3Of<Space, EA>& a,
   const int slab = K < Tiles::slab ? (K > 0 ? K : 1) : Tiles::slab;
   const auto kernel_for = [&](int thread_cols) {
     const int blocks = (thread_cols + Tiles::block_cols - 1) / Tiles::block_cols;
-    return Kernel{c, a, b, trans_a, trans_b, alpha, beta, M, N, K, block_rows,
+    return Kernel{c, a, b, bias, trans_a, trans_b, alpha, beta, M, N, K, block_rows,
                   detail::block_size(thread_cols, blocks, Kernel::NR), slab, row_blocks, thread_cols};
   };
   team = std::max(1, std::min(team, Policy(1, 1).team_size_max(kernel_for(N), Kokkos::ParallelForTag())));

@@ -23,7 +23,7 @@ namespace ptk::kernels {
 //                8 x 4 tile (per k: two 16-byte loads of As, one of Bs, 32 FMAs) into `part`;
 //   fold         every `chunk` k-steps (and at the end) part is added into acc and cleared;
 //   barrier;
-// and at the end write_back stores alpha · acc + beta · c once (beta = 0: c is not read).
+// and at the end write_back stores alpha · acc (+ bias) + beta · c once (beta = 0: c is not read).
 // A thread's tiles: thread t owns tiles t, t + team_size, ...; tile v covers rows (v / 16) · 8 and
 // columns (v % 16) · 4 of the block, so a warp's 32 tiles read 16 distinct, consecutive float4 of
 // Bs (one bank each per quarter warp) and 2 broadcast addresses of As.
@@ -55,6 +55,7 @@ struct MatmulRegisterTiled {
   Tensor3<Space> c;
   ConstTensor3Of<Space, EA> a;
   ConstTensor3Of<Space, EB> b;
+  ConstVector<Space> bias;  // [N], added to every row, or empty
   bool trans_a, trans_b;
   float alpha, beta;
   int M, N, K;
@@ -160,17 +161,20 @@ struct MatmulRegisterTiled {
       const int i = blk.i0 + v / tiles_across * TM, j = blk.j0 + v % tiles_across * TN;
       for (int r = 0; r < TM && i + r < M; ++r) {
         float* cr = &c(blk.batch, i + r, 0);
-        for (int q = 0; q < TN && j + q < N; ++q)
-          cr[j + q] = beta == 0.0f ? alpha * acc[s][r][q] : alpha * acc[s][r][q] + beta * cr[j + q];
+        for (int q = 0; q < TN && j + q < N; ++q) {
+          const float y = bias.data() ? alpha * acc[s][r][q] + bias(j + q) : alpha * acc[s][r][q];
+          cr[j + q] = beta == 0.0f ? y : y + beta * cr[j + q];
+        }
       }
     }
   }
 };
 
-// c = alpha · op(a) · op(b) + beta · c with the register-tiled kernel; c is not empty.
+// c = alpha · op(a) · op(b) (+ bias) + beta · c with the register-tiled kernel; c is not empty, bias [N] or empty.
 template <class Space, class Tune, class EA = float, class EB = float>
 void matmul_register_tiled(const Tensor3<Space>& c, const ConstTensor3Of<Space, EA>& a,
-                           const ConstTensor3Of<Space, EB>& b, bool trans_a, bool trans_b, float alpha, float beta) {
+                           const ConstTensor3Of<Space, EB>& b, bool trans_a, bool trans_b, float alpha, float beta,
+                           const ConstVector<Space>& bias) {
   using Kernel = MatmulRegisterTiled<Space, Tune, EA, EB>;
   const int batches = static_cast<int>(c.extent(0));
   const int M = static_cast<int>(c.extent(1)), N = static_cast<int>(c.extent(2));
@@ -179,7 +183,7 @@ void matmul_register_tiled(const Tensor3<Space>& c, const ConstTensor3Of<Space, 
   const auto policy = typename Kernel::Policy(batches * row_blocks * col_blocks, Kernel::threads)
                           .set_scratch_size(0, Kokkos::PerTeam(Kernel::scratch_bytes()));
   Kokkos::parallel_for("ptk::matmul_forward", policy,
-                       Kernel{c, a, b, trans_a, trans_b, alpha, beta, M, N, K, row_blocks, col_blocks});
+                       Kernel{c, a, b, bias, trans_a, trans_b, alpha, beta, M, N, K, row_blocks, col_blocks});
 }
 
 }  // namespace ptk::kernels

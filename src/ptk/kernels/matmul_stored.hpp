@@ -22,7 +22,7 @@ void matmul_quantized_weight(const Tensor3<Space>& c, const ConstTensor3<Space>&
 }  // namespace ptk::kernels
 
 #define PTK_MATMUL_STORED_INSTANCE(EXT, Space, Tune, EA, EB) \
-  EXT template void matmul_forward<Space, Tune, EA, EB>(const Tensor3<Space>& c, const Same<ConstTensor3Of<Space, EA>>& a, const Same<ConstTensor3Of<Space, EB>>& b, bool trans_a, bool trans_b, float alpha, float beta, MatmulImpl impl);
+  EXT template void matmul_forward<Space, Tune, EA, EB>(const Tensor3<Space>& c, const Same<ConstTensor3Of<Space, EA>>& a, const Same<ConstTensor3Of<Space, EB>>& b, bool trans_a, bool trans_b, float alpha, float beta, MatmulImpl impl, const ConstVector<Space>& bias);
 #define PTK_MATMUL_QUANTIZED_WEIGHT_INSTANCE(EXT, Space, Tune, E) \
   EXT template void matmul_quantized_weight<Space, Tune, E>(const Tensor3<Space>& c, const ConstTensor3<Space>& a, const ConstTensor3Of<Space, E>& w, float alpha, float beta);
 #define PTK_MATMUL_STORED_TUNED_INSTANCES(EXT, Space, Tune)                  \

@@ -1,7 +1,7 @@
 #pragma once
 // linear: Y[rows, N] = X[rows, K] · W[N, K]ᵀ + b[N] (b optional: an undefined tensor), PyTorch's Linear on rows;
-// linear_accumulate: Y += the same, in place. For a few rows against W (a decode step: kernels::decode_applies)
-// the decode kernel adds the bias as it stores, one launch; otherwise the GEMM, then kernels::bias_forward.
+// linear_accumulate: Y += the same, in place. The bias is added as the product is stored, one launch: by the decode
+// kernel for a few rows against W (a decode step: kernels::decode_applies), else by the GEMM.
 // W may be stored as any element type (dtype.hpp; see the overload below).
 #include <algorithm>
 #include <vector>
@@ -27,16 +27,9 @@ void linear_into(const char* op, const Tensor<Space>& y, const Tensor<Space>& x,
     check_tensor(op, "b", b, 1, 1);
     require(b.dim(0) == w.dim(0), op, ": b has shape ", b.shape(), " for W ", w.shape(), "; it must be [", w.dim(0), "]");
   }
-  const float beta = accumulate ? 1.0f : 0.0f;
-  const auto y3 = y.batched_matrices();
-  const ConstTensor3<Space> x3 = x.batched_matrices(), w3 = w.batched_matrices();
-  if (kernels::decode_applies<Space>(y3, x3, w3, false, true)) {
-    kernels::matmul_decode<Space, Tune>(y.rows(), x.rows(), w.rows(), 1.0f, beta,
-                                  b.defined() ? ConstVector<Space>(b.flat()) : ConstVector<Space>());
-    return;
-  }
-  kernels::matmul_forward<Space, Tune>(y3, x3, w3, false, true, 1.0f, beta);
-  if (b.defined()) kernels::bias_forward<Space>(y.rows(), y.rows(), b.flat());
+  kernels::matmul_forward<Space, Tune>(y.batched_matrices(), x.batched_matrices(), w.batched_matrices(), false, true,
+                                       1.0f, accumulate ? 1.0f : 0.0f, kernels::MatmulImpl::portable,
+                                       b.defined() ? ConstVector<Space>(b.flat()) : ConstVector<Space>());
 }
 }  // namespace detail
 
@@ -109,10 +102,9 @@ void stored_linear_into(const char* op, const Tensor<Space>& y, const Tensor<Spa
         return;
       }
     } else {
-      const auto y3 = y.batched_matrices();
-      kernels::matmul_forward<Space, Tune, float, E>(y3, x.batched_matrices(), w.batched_matrices(), false, true, 1.0f,
-                                                     accumulate ? 1.0f : 0.0f);
-      if (b.defined()) kernels::bias_forward<Space>(y.rows(), y.rows(), b.flat());
+      kernels::matmul_forward<Space, Tune, float, E>(y.batched_matrices(), x.batched_matrices(), w.batched_matrices(),
+                                                     false, true, 1.0f, accumulate ? 1.0f : 0.0f,
+                                                     kernels::MatmulImpl::portable, bias);
       return;
     }
   }
