@@ -53,6 +53,10 @@ void matmul_forward(const Tensor3<Space>& c, const Same<ConstTensor3Of<Space, EA
   const int batches = static_cast<int>(c.extent(0));
   const int M = static_cast<int>(c.extent(1)), N = static_cast<int>(c.extent(2));
   if (batches == 0 || M == 0 || N == 0) return;
+  const auto add_bias = [&] {  // a pass of its own, after a product whose store cannot take it
+    const Matrix<Space> rows(c.data(), batches * M, N);
+    if (bias.data()) bias_forward<Space>(rows, rows, bias);
+  };
   if constexpr (std::is_same_v<EA, float> && std::is_same_v<EB, float>) {
     if (impl == MatmulImpl::kokkos_blas) {
       for (int batch = 0; batch < batches; ++batch) {
@@ -61,7 +65,7 @@ void matmul_forward(const Tensor3<Space>& c, const Same<ConstTensor3Of<Space, EA
         const auto c2 = Kokkos::subview(c, batch, Kokkos::ALL, Kokkos::ALL);
         KokkosBlas::gemm(trans_a ? "T" : "N", trans_b ? "T" : "N", alpha, a2, b2, beta, c2);
       }
-      if (bias.data()) bias_forward<Space>(Matrix<Space>(c.data(), batches * M, N), Matrix<Space>(c.data(), batches * M, N), bias);
+      add_bias();
       return;
     }
   } else {
@@ -70,7 +74,7 @@ void matmul_forward(const Tensor3<Space>& c, const Same<ConstTensor3Of<Space, EA
   if constexpr (Tune::matmul::vendor_gemm16 && !is_host_space_v<Space> && std::is_same_v<EA, EB> &&
                 !std::is_same_v<EA, float>) {
     if (matmul_vendor16<Space, EA>(c, a, b, trans_a, trans_b, alpha, beta)) {
-      if (bias.data()) bias_forward<Space>(Matrix<Space>(c.data(), batches * M, N), Matrix<Space>(c.data(), batches * M, N), bias);
+      add_bias();
       return;
     }
   }
