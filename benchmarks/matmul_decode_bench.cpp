@@ -65,15 +65,22 @@ void copy_of(std::int64_t bytes) {
   if (done.insert(bytes).second) add_memcpy("matmul_decode", "bytes=" + std::to_string(bytes), 2.0 * bytes);
 }
 
+// W as E: converted, and for q4_0x16 (q4_0 in row tiles, as the host stores a q4_0 weight) then tiled.
+template <class E>
+Tensor<Space, E> stored(const Tensor<Space>& w) {
+  if constexpr (std::is_same_v<E, q4_0x16>) return ops::tile(ops::convert<q4_0>(w));
+  else return ops::convert<E>(w);
+}
+
 // y[1,N] = x · Wᵀ with W stored as E; rate: GB/s of E's weight bytes.
 template <class E>
 void register_stored(std::int64_t N, std::int64_t K) {
-  const auto type = dtype_name(Element<E>::dtype);
+  const auto type = std::string(dtype_name(Element<E>::dtype)) + (item_rows_v<E> > 1 ? "_tiles" : "");
   const auto shape = "M=1,N=" + std::to_string(N) + ",K=" + std::to_string(K) + ",dtype=" + type;
   const double bytes = static_cast<double>(dtype_bytes(Element<E>::dtype, N * K));
   add("matmul_decode", "ptk", shape, Rate::gbytes, bytes, [=] {
     const auto x = random_tensor({1, K}, 1);
-    const auto w = ops::convert<E>(random_tensor({N, K}, 2));
+    const auto w = stored<E>(random_tensor({N, K}, 2));
     const Tensor<Space> y({1, N});
     return std::function<void()>([=] { kernels::matmul_decode<Space, kernels::Tuning<Space>, E>(y.rows(), x.rows(), w.rows()); });
   }, 2.0 * N * K);
@@ -93,6 +100,7 @@ void register_matmul_decode() {
     register_stored<f16>(NK[0], NK[1]);
     register_stored<q8_0>(NK[0], NK[1]);
     register_stored<q4_0>(NK[0], NK[1]);
+    register_stored<q4_0x16>(NK[0], NK[1]);
   }
 }
 

@@ -124,13 +124,23 @@ Var linear(const Var& x, const Var& weight, const Var& bias) {
   });
 }
 
+namespace {
+// Whether a weight stored as q4_0 is held in row tiles (storage.hpp store_q4_0), on the device it lives on.
+bool tiled(const Var& w) {
+  return w.dtype() == DType::q4_0 && on_device(w.device(), [&](auto tag) {
+           return w.impl().stored.template get<typename decltype(tag)::type>().as_q4_0_tiles.defined();
+         });
+}
+}  // namespace
+
 std::vector<Var> linears(const Var& x, const std::vector<Var>& weights) {
   require(!weights.empty(), "linears: no weight");
   bool group = weights.size() > 1 && weights.size() <= static_cast<std::size_t>(kernels::decode_group_max) &&
                !(grad_enabled() && x.requires_grad());
   for (const Var& w : weights) {
     check_args("linears", {{"x", x}, {"weight", w}});
-    group = group && w.dtype() == weights[0].dtype() && !(grad_enabled() && w.requires_grad()) &&
+    group = group && w.dtype() == weights[0].dtype() && tiled(w) == tiled(weights[0]) &&
+            !(grad_enabled() && w.requires_grad()) &&
             (w.dtype() != DType::f32 || autocast_dtype() == DType::f32) && w.shape().size() == 2 &&
             !x.shape().empty() && w.shape()[1] == x.shape().back();
   }
@@ -160,7 +170,7 @@ std::vector<Var> linears(const Var& x, const std::vector<Var>& weights) {
       case DType::bf16: return run(bf16{});
       case DType::f16: return run(f16{});
       case DType::q8_0: return run(q8_0{});
-      default: return run(q4_0{});
+      default: return tiled(weights[0]) ? run(q4_0x16{}) : run(q4_0{});
     }
   });
   return ys;

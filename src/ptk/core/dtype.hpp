@@ -39,6 +39,26 @@ struct Element<q4_0> {
   static constexpr DType dtype = DType::q4_0;
   static constexpr int block = quant_block;
 };
+// q4_0 in row tiles (quant.hpp): an item is the blocks of 16 rows, so such a tensor's second-last dimension is a
+// multiple of 16 and its views count tiles of rows (Tensor::rows: [rows / 16, values / 32]).
+template <>
+struct Element<q4_0x16> {
+  static constexpr DType dtype = DType::q4_0;
+  static constexpr int block = quant_block;
+  static constexpr int rows = tile_rows;
+};
+
+// Rows an item spans: 1 but for row tiles.
+template <class E, class = void>
+struct ItemRows {
+  static constexpr int value = 1;
+};
+template <class E>
+struct ItemRows<E, std::void_t<decltype(Element<E>::rows)>> {
+  static constexpr int value = Element<E>::rows;
+};
+template <class E>
+inline constexpr int item_rows_v = ItemRows<E>::value;
 
 template <class E>
 inline constexpr bool is_quantized_v = Element<E>::block > 1;
@@ -81,6 +101,10 @@ KOKKOS_INLINE_FUNCTION E nan_item() {
     return bf16{0x7fc0};
   } else if constexpr (std::is_same_v<E, f16>) {
     return f16{0x7e00};
+  } else if constexpr (std::is_same_v<E, q4_0x16>) {
+    E t{};
+    for (auto& d : t.d) d = f16{0x7e00};
+    return t;
   } else {
     E b{};
     b.d = f16{0x7e00};

@@ -2,7 +2,8 @@
 // ptk::Tensor<Space, E>: a shape plus one contiguous, row-major buffer of E (float unless said: dtype.hpp) in
 // Space's memory. Kernels never see a Tensor: they get rank-N LayoutRight Views over its buffer. A q8_0 or q4_0
 // tensor stores its last dimension in blocks of 32 values (the dimension must be a multiple of 32), so its buffer
-// holds numel / 32 blocks and its views count blocks in the last dimension.
+// holds numel / 32 blocks and its views count blocks in the last dimension; a tensor of q4_0 row tiles (q4_0x16)
+// also groups its second-last dimension by 16 (a multiple of 16), and its views count those groups.
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
@@ -92,6 +93,7 @@ class Tensor {
   using Storage = Kokkos::View<E*, Kokkos::LayoutRight, Space>;
   using Rows = MatrixOf<Space, E>;
   static constexpr int block = Element<E>::block;
+  static constexpr int item_rows = item_rows_v<E>;  // rows an item spans: 16 for row tiles, else 1
 
   Tensor() = default;
 
@@ -133,14 +135,18 @@ class Tensor {
     return from_host(std::move(shape), data.data());
   }
 
-  // Stored items for a shape: its values, or its blocks of 32 (the last dimension must hold whole blocks).
+  // Stored items for a shape: its values, or its blocks of 32 (the last dimension must hold whole blocks), or its
+  // tiles of 16 rows' blocks.
   static std::int64_t items(const Shape& shape) {
     if constexpr (block > 1)
       require(!shape.empty() && shape.back() % block == 0, "ptk::Tensor: the last dimension of a ",
               dtype_name(Element<E>::dtype), " tensor must be a multiple of ", block, ", got shape ", shape);
-    return element_count(shape) / block;
+    if constexpr (item_rows > 1)
+      require(shape.size() >= 2 && shape[shape.size() - 2] % item_rows == 0, "ptk::Tensor: a tensor of row tiles needs ",
+              "a second-last dimension that is a multiple of ", item_rows, ", got shape ", shape);
+    return element_count(shape) / block / item_rows;
   }
-  std::int64_t items() const { return element_count(shape_) / block; }
+  std::int64_t items() const { return element_count(shape_) / block / item_rows; }
 
   const Shape& shape() const { return shape_; }
   int rank() const { return static_cast<int>(shape_.size()); }
@@ -161,13 +167,13 @@ class Tensor {
   Rows rows() const {
     require(rank() >= 1, "ptk::Tensor::rows: needs rank >= 1, got shape ", shape_);
     const auto cols = shape_.back();
-    return Rows(data(), static_cast<std::size_t>(numel() / cols), static_cast<std::size_t>(cols / block));
+    return Rows(data(), static_cast<std::size_t>(numel() / cols / item_rows), static_cast<std::size_t>(cols / block));
   }
 
   // [batch, rows, cols] with batch 1 for a rank-2 tensor.
   Kokkos::View<E***, Kokkos::LayoutRight, Space> batched_matrices() const {
     require(rank() == 2 || rank() == 3, "ptk::Tensor: expected rank 2 or 3, got shape ", shape_);
-    const auto r = static_cast<std::size_t>(dim(-2)), c = static_cast<std::size_t>(dim(-1) / block);
+    const auto r = static_cast<std::size_t>(dim(-2) / item_rows), c = static_cast<std::size_t>(dim(-1) / block);
     return Kokkos::View<E***, Kokkos::LayoutRight, Space>(data(), rank() == 3 ? static_cast<std::size_t>(shape_[0]) : 1, r, c);
   }
 

@@ -15,6 +15,7 @@
 #include "ptk/kernels/detail/load.hpp"
 #include "ptk/kernels/detail/memory_hints.hpp"
 #include "ptk/kernels/matmul_decode_quantized.hpp"
+#include "ptk/kernels/matmul_decode_tiles.hpp"
 #include "ptk/kernels/tuning.hpp"
 
 namespace ptk::kernels {
@@ -24,6 +25,7 @@ constexpr int decode_max_rows = 8;
 
 // A decode group holds at most this many products of one x (a layer's q, k and v).
 constexpr int decode_group_max = 3;
+static_assert(decode_group_max == tiles_group_max, "the tile kernel takes the groups this kernel takes");
 
 template <class Space, class E>
 struct DecodeProduct {
@@ -293,23 +295,29 @@ void matmul_decode_rows(const DecodeGroup<Space, E>& group, const ConstMatrix<Sp
 // y_p = alpha · x · w_pᵀ + bias_p + beta · y_p for each part p of the group (up to decode_group_max products of one
 // x, e.g. a layer's q, k and v: one launch, and for q8_0 and q4_0 one quantization of x), x [R, K] with
 // 1 <= R <= decode_max_rows, w_p [N_p, K] values of E (for q8_0 and q4_0 K a multiple of 32, w's extent K / 32
-// blocks, and x quantized to int8 blocks first: two launches), y_p [R, N_p], bias_p [N_p] or empty (the caller checks
-// shapes). Each y_p is the bits a launch of its own gives. The accumulators are sized at compile time, one
+// blocks, and x quantized to int8 blocks first: two launches; q4_0 in row tiles w_p [N_p / 16, K / 32]), y_p [R, N_p],
+// bias_p [N_p] or empty (the caller checks shapes). Each y_p is the bits a launch of its own gives. The accumulators are sized at compile time, one
 // instantiation per R. The bias rides along in the store: a decode step's launches cost more than its arithmetic.
 template <class Space, class Tune = Tuning<Space>, class E = float>
 void matmul_decode_group(const DecodeGroup<Space, E>& group, const ConstMatrix<Space>& x, float alpha = 1.0f,
                          float beta = 0.0f) {
   if (x.extent(0) == 0) return;
-  switch (x.extent(0)) {
-    case 1: return matmul_decode_rows<1, Space, Tune, E>(group, x, alpha, beta);
-    case 2: return matmul_decode_rows<2, Space, Tune, E>(group, x, alpha, beta);
-    case 3: return matmul_decode_rows<3, Space, Tune, E>(group, x, alpha, beta);
-    case 4: return matmul_decode_rows<4, Space, Tune, E>(group, x, alpha, beta);
-    case 5: return matmul_decode_rows<5, Space, Tune, E>(group, x, alpha, beta);
-    case 6: return matmul_decode_rows<6, Space, Tune, E>(group, x, alpha, beta);
-    case 7: return matmul_decode_rows<7, Space, Tune, E>(group, x, alpha, beta);
-    case 8: return matmul_decode_rows<8, Space, Tune, E>(group, x, alpha, beta);
-    default: Kokkos::abort("ptk::kernels::matmul_decode: x must have 1 to decode_max_rows rows");
+  if constexpr (std::is_same_v<E, q4_0x16>) {  // q4_0 in row tiles: its own kernel (matmul_decode_tiles.hpp)
+    TilesProduct<Space> parts[decode_group_max];
+    for (int p = 0; p < group.count; ++p) parts[p] = {group.part[p].y, group.part[p].w, group.part[p].bias};
+    matmul_decode_tiles<Space, Tune>(parts, group.count, x, alpha, beta);
+  } else {
+    switch (x.extent(0)) {
+      case 1: return matmul_decode_rows<1, Space, Tune, E>(group, x, alpha, beta);
+      case 2: return matmul_decode_rows<2, Space, Tune, E>(group, x, alpha, beta);
+      case 3: return matmul_decode_rows<3, Space, Tune, E>(group, x, alpha, beta);
+      case 4: return matmul_decode_rows<4, Space, Tune, E>(group, x, alpha, beta);
+      case 5: return matmul_decode_rows<5, Space, Tune, E>(group, x, alpha, beta);
+      case 6: return matmul_decode_rows<6, Space, Tune, E>(group, x, alpha, beta);
+      case 7: return matmul_decode_rows<7, Space, Tune, E>(group, x, alpha, beta);
+      case 8: return matmul_decode_rows<8, Space, Tune, E>(group, x, alpha, beta);
+      default: Kokkos::abort("ptk::kernels::matmul_decode: x must have 1 to decode_max_rows rows");
+    }
   }
 }
 
@@ -342,7 +350,8 @@ bool decode_applies(const Tensor3<Space>& c, const ConstTensor3<Space>& a, const
   PTK_MATMUL_DECODE_ELEMENT_INSTANCE(EXT, Space, Tune, ::ptk::bf16) \
   PTK_MATMUL_DECODE_ELEMENT_INSTANCE(EXT, Space, Tune, ::ptk::f16)  \
   PTK_MATMUL_DECODE_ELEMENT_INSTANCE(EXT, Space, Tune, ::ptk::q8_0) \
-  PTK_MATMUL_DECODE_ELEMENT_INSTANCE(EXT, Space, Tune, ::ptk::q4_0)
+  PTK_MATMUL_DECODE_ELEMENT_INSTANCE(EXT, Space, Tune, ::ptk::q4_0)  \
+  PTK_MATMUL_DECODE_ELEMENT_INSTANCE(EXT, Space, Tune, ::ptk::q4_0x16)
 #define PTK_MATMUL_DECODE_SPACE_INSTANCES(EXT, Space) \
   EXT template bool decode_applies<Space>(const Tensor3<Space>& c, const ConstTensor3<Space>& a, const ConstTensor3<Space>& b, bool trans_a, bool trans_b);
 namespace ptk::kernels {

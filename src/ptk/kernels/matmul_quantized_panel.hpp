@@ -1,5 +1,6 @@
 #pragma once
-// matmul_quantized_panel: y[M,N] = alpha · x[M,K] · W[N,K]ᵀ + beta · y for W stored as q8_0 or q4_0 and x rounded to
+// matmul_quantized_panel: y[M,N] = alpha · x[M,K] · W[N,K]ᵀ + beta · y for W stored as q8_0 or q4_0 (also in row
+// tiles, q4_0x16: each block taken out of its tile) and x rounded to
 // int8 per block of 32 (block_to_int8, as every product with such W rounds it), for the rows of a prompt:
 //   y[r,n] = Σ_blocks (d_x[r,b] · d_w[n,b]) · Σ_{i<32} q_x[r,32b+i] · q_w[n,32b+i]       (inner sum exact, int32)
 // x is packed first in panels of 16 rows whose integers lie group by group (4 values of 16 rows: one 64-byte vector),
@@ -76,7 +77,41 @@ inline void unsigned_block_simd(const q4_0& w, std::uint8_t* u) {
   _mm_store_si128(reinterpret_cast<__m128i*>(u), _mm_and_si128(q, low));
   _mm_store_si128(reinterpret_cast<__m128i*>(u + 16), _mm_and_si128(_mm_srli_epi16(q, 4), low));
 }
+
+// Block b of W rows n .. n + Jn as vpdpbusd takes them, word g of a row its unsigned values 4g .. 4g + 3, and their
+// scales. From a row tile the words are the bands' bytes, a nibble apart: no block is put back together.
+template <int Jn, class E>
+inline void unsigned_words(const E* w, std::size_t ldw, int n, int b, std::uint32_t (&words)[Jn][block_groups],
+                           float (&dw)[Jn]) {
+  if constexpr (std::is_same_v<E, q4_0x16>) {
+    const q4_0x16& tile = w[n / tile_rows * ldw + b];
+    for (int j = 0; j < Jn; ++j) {
+      const int l = (n + j) % tile_rows;
+      for (int band = 0; band < tile_bands; ++band) {
+        std::uint32_t word;
+        __builtin_memcpy(&word, tile.qs[band][l], sizeof word);
+        words[j][band] = word & 0x0f0f0f0fu;
+        words[j][tile_bands + band] = (word >> 4) & 0x0f0f0f0fu;
+      }
+      dw[j] = to_float(tile.d[l]);
+    }
+  } else {
+    for (int j = 0; j < Jn; ++j) {
+      alignas(64) std::uint8_t u[quant_block];
+      unsigned_block_simd(w[(n + j) * ldw + b], u);
+      __builtin_memcpy(words[j], u, sizeof u);
+      dw[j] = to_float(w[(n + j) * ldw + b].d);
+    }
+  }
+}
 #endif
+
+// Block b of W row n: as stored, or for q4_0 in row tiles ([N / 16, K / 32] tiles) taken out of its tile.
+KOKKOS_FORCEINLINE_FUNCTION const q8_0& block_at(const q8_0* w, std::size_t ldw, int n, int b) { return w[n * ldw + b]; }
+KOKKOS_FORCEINLINE_FUNCTION const q4_0& block_at(const q4_0* w, std::size_t ldw, int n, int b) { return w[n * ldw + b]; }
+KOKKOS_FORCEINLINE_FUNCTION q4_0 block_at(const q4_0x16* w, std::size_t ldw, int n, int b) {
+  return tile_block(w[n / tile_rows * ldw + b], n % tile_rows);
+}
 
 template <class Space, class Tune, class E>
 struct MatmulQuantizedPanel {
@@ -98,22 +133,15 @@ struct MatmulQuantizedPanel {
       __m512 a[Jn];
       for (int j = 0; j < Jn; ++j) a[j] = _mm512_setzero_ps();
       for (int b = 0; b < blocks; ++b) {
-        alignas(64) std::uint8_t u[Jn][quant_block];
+        std::uint32_t u[Jn][block_groups];
         float dw[Jn];
-        for (int j = 0; j < Jn; ++j) {
-          unsigned_block_simd(w(n + j, b), u[j]);
-          dw[j] = to_float(w(n + j, b).d);
-        }
+        unsigned_words<Jn>(w.data(), w.extent(1), n, b, u, dw);
         const __m512i start = _mm512_loadu_si512(&x.offset(p, b, 0));
         __m512i s[Jn];
         for (int j = 0; j < Jn; ++j) s[j] = start;
         for (int g = 0; g < block_groups; ++g) {
           const __m512i xg = _mm512_loadu_si512(&x.q(p, b * block_groups + g, 0));
-          for (int j = 0; j < Jn; ++j) {
-            int word;
-            __builtin_memcpy(&word, &u[j][g * dot_group], sizeof word);
-            s[j] = _mm512_dpbusd_epi32(s[j], _mm512_set1_epi32(word), xg);
-          }
+          for (int j = 0; j < Jn; ++j) s[j] = _mm512_dpbusd_epi32(s[j], _mm512_set1_epi32(static_cast<int>(u[j][g])), xg);
         }
         const __m512 dx = _mm512_loadu_ps(&x.scale(p, b, 0));
         for (int j = 0; j < Jn; ++j)
@@ -126,8 +154,9 @@ struct MatmulQuantizedPanel {
     for (int b = 0; b < blocks; ++b)
       for (int j = 0; j < Jn; ++j) {
         std::uint8_t u[quant_block];
-        unsigned_block(w(n + j, b), u);
-        const float dw = to_float(w(n + j, b).d);
+        const auto& wb = block_at(w.data(), w.extent(1), n + j, b);
+        unsigned_block(wb, u);
+        const float dw = to_float(wb.d);
         for (int l = 0; l < panel_rows; ++l) {
           int s = x.offset(p, b, l);
           for (int k = 0; k < quant_block; ++k)
@@ -152,7 +181,7 @@ struct MatmulQuantizedPanel {
   // A team: W rows of one tile against one panel, J at a time, then the rest one at a time.
   KOKKOS_INLINE_FUNCTION void operator()(const Team& team) const {
     const int p = team.league_rank() / teams_per_panel, tile = team.league_rank() % teams_per_panel;
-    const int N = static_cast<int>(w.extent(0)), first = tile * Traits::panel_rows_per_team;
+    const int N = static_cast<int>(w.extent(0)) * item_rows_v<E>, first = tile * Traits::panel_rows_per_team;
     const int end = first + Traits::panel_rows_per_team < N ? first + Traits::panel_rows_per_team : N;
     Kokkos::single(Kokkos::PerTeam(team), [&]() {
       int n = first;
@@ -169,7 +198,8 @@ void matmul_quantized_panel(const Matrix<Space>& y, const ConstMatrix<Space>& x,
                             float alpha, float beta) {
   static_assert(is_quantized_v<E>, "q8_0 or q4_0 weights");
   using Traits = typename Tune::decode;
-  const int M = static_cast<int>(x.extent(0)), K = static_cast<int>(x.extent(1)), N = static_cast<int>(w.extent(0));
+  const int M = static_cast<int>(x.extent(0)), K = static_cast<int>(x.extent(1));
+  const int N = static_cast<int>(w.extent(0)) * item_rows_v<E>;  // W's rows (q4_0x16: its extent counts tiles)
   if (M == 0 || N == 0) return;
   const int P = (M + panel_rows - 1) / panel_rows, blocks = K / quant_block;
   PanelRows<Space> xp{
@@ -192,7 +222,8 @@ void matmul_quantized_panel(const Matrix<Space>& y, const ConstMatrix<Space>& x,
   EXT template void matmul_quantized_panel<Space, Tune, E>(const Matrix<Space>& y, const ConstMatrix<Space>& x, const ConstMatrixOf<Space, E>& w, float alpha, float beta);
 #define PTK_MATMUL_QUANTIZED_PANEL_TUNED_INSTANCES(EXT, Space, Tune)     \
   PTK_MATMUL_QUANTIZED_PANEL_ELEMENT_INSTANCE(EXT, Space, Tune, ::ptk::q8_0) \
-  PTK_MATMUL_QUANTIZED_PANEL_ELEMENT_INSTANCE(EXT, Space, Tune, ::ptk::q4_0)
+  PTK_MATMUL_QUANTIZED_PANEL_ELEMENT_INSTANCE(EXT, Space, Tune, ::ptk::q4_0)   \
+  PTK_MATMUL_QUANTIZED_PANEL_ELEMENT_INSTANCE(EXT, Space, Tune, ::ptk::q4_0x16)
 namespace ptk::kernels {
 PTK_FOR_EACH_CONFIG(PTK_MATMUL_QUANTIZED_PANEL_TUNED_INSTANCES, extern)
 }  // namespace ptk::kernels

@@ -6,6 +6,7 @@
 // infinities themselves survive a conversion to bf16 or f16, as IEEE says.
 #include "ptk/core/dtype.hpp"
 #include "ptk/kernels/convert.hpp"
+#include "ptk/kernels/matmul_decode_tiles.hpp"
 #include "ptk/ops/checks.hpp"
 
 namespace ptk::ops {
@@ -53,12 +54,33 @@ Tensor<Space, E> convert(const Tensor<Space>& x, const char* name = "x") {
   }
 }
 
+// A q4_0 matrix [N, K] in row tiles (quant.hpp q4_0x16; N a multiple of 16), and back: the same bytes, regrouped.
+template <class Space>
+Tensor<Space, q4_0x16> tile(const Tensor<Space, q4_0>& x) {
+  check_tensor("tile", "x", x, 2, 2);
+  require(x.dim(0) % tile_rows == 0, "tile: x has shape ", x.shape(), "; row tiles need a multiple of ", tile_rows,
+          " rows");
+  auto y = Tensor<Space, q4_0x16>::uninitialized(x.shape(), "ptk::tile");
+  kernels::tile_q4_0<Space>(y.rows(), x.rows());
+  return y;
+}
+template <class Space>
+Tensor<Space, q4_0> untile(const Tensor<Space, q4_0x16>& x) {
+  auto y = Tensor<Space, q4_0>::uninitialized(x.shape(), "ptk::untile");
+  kernels::untile_q4_0<Space>(y.rows(), x.rows());
+  return y;
+}
+
 template <class Space, class E>
 Tensor<Space> to_f32(const Tensor<Space, E>& x) {
-  check_tensor("to_f32", "x", x, 1, 8);
-  auto y = Tensor<Space>::uninitialized(x.shape(), "ptk::to_f32");
-  kernels::dequantize<Space, E>(y.flat(), x.flat());
-  return y;
+  if constexpr (std::is_same_v<E, q4_0x16>) {
+    return to_f32(untile(x));
+  } else {
+    check_tensor("to_f32", "x", x, 1, 8);
+    auto y = Tensor<Space>::uninitialized(x.shape(), "ptk::to_f32");
+    kernels::dequantize<Space, E>(y.flat(), x.flat());
+    return y;
+  }
 }
 
 }  // namespace ptk::ops
