@@ -78,28 +78,46 @@ inline void unsigned_block_simd(const q4_0& w, std::uint8_t* u) {
   _mm_store_si128(reinterpret_cast<__m128i*>(u + 16), _mm_and_si128(_mm_srli_epi16(q, 4), low));
 }
 
-// Block b of W rows n .. n + Jn as vpdpbusd takes them, word g of a row its unsigned values 4g .. 4g + 3, and their
-// scales. From a row tile the words are the bands' bytes, a nibble apart: no block is put back together.
+// Block b of W rows n .. n + Jn as vpdpbusd takes them, 8 words a row (word g: the unsigned values 4g .. 4g + 3), at
+// u[word_at<E, Jn>(j, g)], and their scales. From GGUF's blocks a row's words lie together; from a row tile the words
+// of a group lie together, 8 rows' in one vector of the band (its bytes a nibble apart): no block is put back
+// together. The kernel broadcasts each word from memory (from a register it would cost a shuffle port µop).
+template <class E, int Jn>
+KOKKOS_FORCEINLINE_FUNCTION constexpr int word_at(int j, int g) {
+  return std::is_same_v<E, q4_0x16> ? g * Jn + j : j * block_groups + g;
+}
 template <int Jn, class E>
-inline void unsigned_words(const E* w, std::size_t ldw, int n, int b, std::uint32_t (&words)[Jn][block_groups],
-                           float (&dw)[Jn]) {
+inline void unsigned_words(const E* w, std::size_t ldw, int n, int b, std::uint32_t* u, float (&dw)[Jn]) {
   if constexpr (std::is_same_v<E, q4_0x16>) {
     const q4_0x16& tile = w[n / tile_rows * ldw + b];
+    const int l0 = n % tile_rows;
+    if constexpr (Jn == 8) {
+      if (l0 % 8 == 0) {
+        const __m256i low = _mm256_set1_epi8(0x0f);
+        for (int band = 0; band < tile_bands; ++band) {
+          const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(tile.qs[band][l0]));
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(u + band * Jn), _mm256_and_si256(v, low));
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(u + (tile_bands + band) * Jn),
+                              _mm256_and_si256(_mm256_srli_epi16(v, 4), low));
+        }
+        _mm_storeu_ps(dw, _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(tile.d + l0))));
+        _mm_storeu_ps(dw + 4, _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(tile.d + l0 + 4))));
+        return;
+      }
+    }
     for (int j = 0; j < Jn; ++j) {
-      const int l = (n + j) % tile_rows;
+      const int l = l0 + j;
       for (int band = 0; band < tile_bands; ++band) {
         std::uint32_t word;
         __builtin_memcpy(&word, tile.qs[band][l], sizeof word);
-        words[j][band] = word & 0x0f0f0f0fu;
-        words[j][tile_bands + band] = (word >> 4) & 0x0f0f0f0fu;
+        u[word_at<E, Jn>(j, band)] = word & 0x0f0f0f0fu;
+        u[word_at<E, Jn>(j, tile_bands + band)] = (word >> 4) & 0x0f0f0f0fu;
       }
       dw[j] = to_float(tile.d[l]);
     }
   } else {
     for (int j = 0; j < Jn; ++j) {
-      alignas(64) std::uint8_t u[quant_block];
-      unsigned_block_simd(w[(n + j) * ldw + b], u);
-      __builtin_memcpy(words[j], u, sizeof u);
+      unsigned_block_simd(w[(n + j) * ldw + b], reinterpret_cast<std::uint8_t*>(u + j * block_groups));
       dw[j] = to_float(w[(n + j) * ldw + b].d);
     }
   }
@@ -133,7 +151,7 @@ struct MatmulQuantizedPanel {
       __m512 a[Jn];
       for (int j = 0; j < Jn; ++j) a[j] = _mm512_setzero_ps();
       for (int b = 0; b < blocks; ++b) {
-        std::uint32_t u[Jn][block_groups];
+        alignas(64) std::uint32_t u[Jn * block_groups];
         float dw[Jn];
         unsigned_words<Jn>(w.data(), w.extent(1), n, b, u, dw);
         const __m512i start = _mm512_loadu_si512(&x.offset(p, b, 0));
@@ -141,7 +159,8 @@ struct MatmulQuantizedPanel {
         for (int j = 0; j < Jn; ++j) s[j] = start;
         for (int g = 0; g < block_groups; ++g) {
           const __m512i xg = _mm512_loadu_si512(&x.q(p, b * block_groups + g, 0));
-          for (int j = 0; j < Jn; ++j) s[j] = _mm512_dpbusd_epi32(s[j], _mm512_set1_epi32(static_cast<int>(u[j][g])), xg);
+          for (int j = 0; j < Jn; ++j)
+            s[j] = _mm512_dpbusd_epi32(s[j], _mm512_set1_epi32(static_cast<int>(u[word_at<E, Jn>(j, g)])), xg);
         }
         const __m512 dx = _mm512_loadu_ps(&x.scale(p, b, 0));
         for (int j = 0; j < Jn; ++j)
