@@ -65,10 +65,10 @@ void copy_of(std::int64_t bytes) {
   if (done.insert(bytes).second) add_memcpy("matmul_decode", "bytes=" + std::to_string(bytes), 2.0 * bytes);
 }
 
-// W as E: converted, and for q4_0x16 (q4_0 in row tiles, as the host stores a q4_0 weight) then tiled.
+// W as E: converted, and for row tiles (as the host stores a q8_0 or q4_0 weight) then tiled.
 template <class E>
 Tensor<Space, E> stored(const Tensor<Space>& w) {
-  if constexpr (std::is_same_v<E, q4_0x16>) return ops::tile(ops::convert<q4_0>(w));
+  if constexpr (is_row_tile_v<E>) return ops::tile(ops::convert<typename E::block_type>(w));
   else return ops::convert<E>(w);
 }
 
@@ -100,6 +100,7 @@ void register_matmul_decode() {
     register_stored<f16>(NK[0], NK[1]);
     register_stored<q8_0>(NK[0], NK[1]);
     register_stored<q4_0>(NK[0], NK[1]);
+    register_stored<q8_0x16>(NK[0], NK[1]);
     register_stored<q4_0x16>(NK[0], NK[1]);
   }
 }

@@ -125,11 +125,9 @@ Var linear(const Var& x, const Var& weight, const Var& bias) {
 }
 
 namespace {
-// Whether a weight stored as q4_0 is held in row tiles (storage.hpp store_q4_0), on the device it lives on.
+// Whether a weight stored as q8_0 or q4_0 is held in row tiles (storage.hpp store_blocks), on the device it lives on.
 bool tiled(const Var& w) {
-  return w.dtype() == DType::q4_0 && on_device(w.device(), [&](auto tag) {
-           return w.impl().stored.template get<typename decltype(tag)::type>().as_q4_0_tiles.defined();
-         });
+  return on_device(w.device(), [&](auto tag) { return w.impl().stored.template get<typename decltype(tag)::type>().tiled(); });
 }
 }  // namespace
 
@@ -169,7 +167,7 @@ std::vector<Var> linears(const Var& x, const std::vector<Var>& weights) {
       case DType::f32: return run(float{});
       case DType::bf16: return run(bf16{});
       case DType::f16: return run(f16{});
-      case DType::q8_0: return run(q8_0{});
+      case DType::q8_0: return tiled(weights[0]) ? run(q8_0x16{}) : run(q8_0{});
       default: return tiled(weights[0]) ? run(q4_0x16{}) : run(q4_0{});
     }
   });

@@ -60,35 +60,39 @@ struct PerSpace {
 
 using Buffer = PerSpace<Tensor<HostSpace>, Tensor<DeviceSpace>>;
 
-// A weight stored as a reduced type for inference (Var::store_as): the one of these its dtype names (q4_0: as_q4_0 or,
-// where the tuning reads them, as_q4_0_tiles: store_q4_0).
+// A weight stored as a reduced type for inference (Var::store_as): the one of these its dtype names (q8_0 and q4_0:
+// the blocks or, where the tuning reads them, their row tiles: store_blocks).
 template <class S>
 struct Stored {
   Tensor<S, bf16> as_bf16;
   Tensor<S, f16> as_f16;
   Tensor<S, q8_0> as_q8_0;
   Tensor<S, q4_0> as_q4_0;
+  Tensor<S, q8_0x16> as_q8_0_tiles;
   Tensor<S, q4_0x16> as_q4_0_tiles;
   template <class E>
   Tensor<S, E>& get() {
     if constexpr (std::is_same_v<E, bf16>) return as_bf16;
     else if constexpr (std::is_same_v<E, f16>) return as_f16;
     else if constexpr (std::is_same_v<E, q8_0>) return as_q8_0;
+    else if constexpr (std::is_same_v<E, q8_0x16>) return as_q8_0_tiles;
     else if constexpr (std::is_same_v<E, q4_0x16>) return as_q4_0_tiles;
     else return as_q4_0;
   }
+  // Whether the weight's blocks are held as row tiles.
+  bool tiled() const { return as_q8_0_tiles.defined() || as_q4_0_tiles.defined(); }
 };
 
-// A q4_0 weight from its blocks: in row tiles (q4_0x16) where the tuning this process runs in S reads them
-// (Tune::decode::q4_0_tiles: the host's) and the weight is a matrix of whole tiles, else as the blocks. Every path of
-// a linear layer reads either form; the tiles are the same bytes, regrouped.
-template <class S>
-void store_q4_0(Stored<S>& st, const Tensor<S, q4_0>& blocks) {
+// A q8_0 or q4_0 weight from its blocks: in row tiles (q8_0x16, q4_0x16) where the tuning this process runs in S
+// reads them (Tune::decode::row_tiles: the host's) and the weight is a matrix of whole tiles, else as the blocks.
+// Every path of a linear layer reads either form; the tiles are the same bytes, regrouped.
+template <class S, class Block>
+void store_blocks(Stored<S>& st, const Tensor<S, Block>& blocks) {
   const bool tiles = kernels::with_tuning<S>(runtime::host_runs_gpu_tuning(), [](auto config) {
-    return decltype(config)::tune::decode::q4_0_tiles;
+    return decltype(config)::tune::decode::row_tiles;
   });
-  if (tiles && blocks.rank() == 2 && blocks.dim(0) % tile_rows == 0) st.as_q4_0_tiles = ops::tile(blocks);
-  else st.as_q4_0 = blocks;
+  if (tiles && blocks.rank() == 2 && blocks.dim(0) % tile_rows == 0) st.template get<ops::tile_of_t<Block>>() = ops::tile(blocks);
+  else st.template get<Block>() = blocks;
 }
 
 struct Node {
@@ -139,7 +143,7 @@ decltype(auto) with_stored(const Var& v, F&& f) {
   switch (v.impl().dtype) {
     case DType::bf16: return f(st.as_bf16);
     case DType::f16: return f(st.as_f16);
-    case DType::q8_0: return f(st.as_q8_0);
+    case DType::q8_0: return st.as_q8_0_tiles.defined() ? f(st.as_q8_0_tiles) : f(st.as_q8_0);
     default: return st.as_q4_0_tiles.defined() ? f(st.as_q4_0_tiles) : f(st.as_q4_0);
   }
 }

@@ -91,8 +91,8 @@ void Var::store_as(DType dtype) const {
     switch (dtype) {
       case DType::bf16: st.as_bf16 = ops::convert<bf16>(x, "weight"); break;
       case DType::f16: st.as_f16 = ops::convert<f16>(x, "weight"); break;
-      case DType::q8_0: st.as_q8_0 = ops::convert<q8_0>(x, "weight"); break;
-      default: store_q4_0(st, ops::convert<q4_0>(x, "weight")); break;
+      case DType::q8_0: store_blocks(st, ops::convert<q8_0>(x, "weight")); break;
+      default: store_blocks(st, ops::convert<q4_0>(x, "weight")); break;
     }
     x = Tensor<S>();
   });
@@ -113,8 +113,8 @@ Var Var::from_stored(const Shape& shape, DType dtype, const void* host_data, Dev
       case DType::f32: impl->data.template get<S>() = Tensor<S>::from_host(shape, static_cast<const float*>(host_data)); break;
       case DType::bf16: st.as_bf16 = Tensor<S, bf16>::from_host(shape, static_cast<const bf16*>(host_data)); break;
       case DType::f16: st.as_f16 = Tensor<S, f16>::from_host(shape, static_cast<const f16*>(host_data)); break;
-      case DType::q8_0: st.as_q8_0 = Tensor<S, q8_0>::from_host(shape, static_cast<const q8_0*>(host_data)); break;
-      case DType::q4_0: store_q4_0(st, Tensor<S, q4_0>::from_host(shape, static_cast<const q4_0*>(host_data))); break;
+      case DType::q8_0: store_blocks(st, Tensor<S, q8_0>::from_host(shape, static_cast<const q8_0*>(host_data))); break;
+      case DType::q4_0: store_blocks(st, Tensor<S, q4_0>::from_host(shape, static_cast<const q4_0*>(host_data))); break;
     }
   });
   return Var(std::move(impl));

@@ -39,8 +39,14 @@ struct Element<q4_0> {
   static constexpr DType dtype = DType::q4_0;
   static constexpr int block = quant_block;
 };
-// q4_0 in row tiles (quant.hpp): an item is the blocks of 16 rows, so such a tensor's second-last dimension is a
-// multiple of 16 and its views count tiles of rows (Tensor::rows: [rows / 16, values / 32]).
+// q8_0 and q4_0 in row tiles (quant.hpp): an item is the blocks of 16 rows, so such a tensor's second-last dimension
+// is a multiple of 16 and its views count tiles of rows (Tensor::rows: [rows / 16, values / 32]).
+template <>
+struct Element<q8_0x16> {
+  static constexpr DType dtype = DType::q8_0;
+  static constexpr int block = quant_block;
+  static constexpr int rows = tile_rows;
+};
 template <>
 struct Element<q4_0x16> {
   static constexpr DType dtype = DType::q4_0;
@@ -59,6 +65,8 @@ struct ItemRows<E, std::void_t<decltype(Element<E>::rows)>> {
 };
 template <class E>
 inline constexpr int item_rows_v = ItemRows<E>::value;
+template <class E>
+inline constexpr bool is_row_tile_v = item_rows_v<E> > 1;
 
 template <class E>
 inline constexpr bool is_quantized_v = Element<E>::block > 1;
@@ -101,7 +109,7 @@ KOKKOS_INLINE_FUNCTION E nan_item() {
     return bf16{0x7fc0};
   } else if constexpr (std::is_same_v<E, f16>) {
     return f16{0x7e00};
-  } else if constexpr (std::is_same_v<E, q4_0x16>) {
+  } else if constexpr (is_row_tile_v<E>) {
     E t{};
     for (auto& d : t.d) d = f16{0x7e00};
     return t;

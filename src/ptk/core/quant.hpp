@@ -32,30 +32,38 @@ struct q4_0 {
 static_assert(sizeof(q8_0) == 34 && alignof(q8_0) == 2, "q8_0 must be GGUF's 34-byte block");
 static_assert(sizeof(q4_0) == 18 && alignof(q4_0) == 2, "q4_0 must be GGUF's 18-byte block");
 
-// q4_0 weights in row tiles, as the host's kernels read them (kernels/matmul_decode_tiles.hpp; llama.cpp repacks its
-// q4_0 for the CPU the same way): the blocks of one 32-value column of 16 consecutive rows, their scales together,
-// then the quants in 4 bands of 64 bytes, band t holding bytes 4t .. 4t + 3 of every row's block (row r's at 4r):
-// values 4t .. 4t + 3 in the low nibbles and 16 + 4t .. 19 + 4t in the high ones. A SIMD lane is a row: one 64-byte
-// load gives 4 values of 16 rows. The same 18 bytes a block as q4_0, and the same values (tile_block, set_tile_block).
+// q8_0 and q4_0 weights in row tiles, as the host's kernels read them (kernels/matmul_decode_tiles.hpp; llama.cpp
+// repacks its q4_0 for the CPU the same way): the blocks of one 32-value column of 16 consecutive rows, their scales
+// together, then the quants in bands of 64 bytes, band t holding bytes 4t .. 4t + 3 of every row's block (row r's at
+// 4r). q8_0x16: 8 bands, band t values 4t .. 4t + 3. q4_0x16: 4 bands, values 4t .. 4t + 3 in the low nibbles and
+// 16 + 4t .. 19 + 4t in the high ones. A SIMD lane is a row: one 64-byte load gives 4 values of 16 rows. The same
+// bytes a block as GGUF's, and the same values (tile_block, set_tile_block).
 constexpr int tile_rows = 16;
-constexpr int tile_bands = quant_block / 8;  // bands of 4 bytes of each row
-struct q4_0x16 {
+template <int Bands, class Q, class Block>
+struct RowTile {
+  using block_type = Block;
+  static constexpr int bands = Bands;  // 4-byte groups of each row's quants
   f16 d[tile_rows];
-  std::uint8_t qs[tile_bands][tile_rows][4];
+  Q qs[Bands][tile_rows][4];
 };
+struct q8_0x16 : RowTile<quant_block / 4, std::int8_t, q8_0> {};
+struct q4_0x16 : RowTile<quant_block / 8, std::uint8_t, q4_0> {};
+static_assert(sizeof(q8_0x16) == tile_rows * sizeof(q8_0), "a q8_0 tile holds 16 blocks' bytes");
 static_assert(sizeof(q4_0x16) == tile_rows * sizeof(q4_0), "a q4_0 tile holds 16 blocks' bytes");
 
 // Row r's block of a tile, and the tile's row r set from a block.
-KOKKOS_INLINE_FUNCTION q4_0 tile_block(const q4_0x16& t, int r) {
-  q4_0 b;
+template <int Bands, class Q, class Block>
+KOKKOS_INLINE_FUNCTION Block tile_block(const RowTile<Bands, Q, Block>& t, int r) {
+  Block b;
   b.d = t.d[r];
-  for (int band = 0; band < tile_bands; ++band)
+  for (int band = 0; band < Bands; ++band)
     for (int i = 0; i < 4; ++i) b.qs[4 * band + i] = t.qs[band][r][i];
   return b;
 }
-KOKKOS_INLINE_FUNCTION void set_tile_block(q4_0x16& t, int r, const q4_0& b) {
+template <int Bands, class Q, class Block>
+KOKKOS_INLINE_FUNCTION void set_tile_block(RowTile<Bands, Q, Block>& t, int r, const Block& b) {
   t.d[r] = b.d;
-  for (int band = 0; band < tile_bands; ++band)
+  for (int band = 0; band < Bands; ++band)
     for (int i = 0; i < 4; ++i) t.qs[band][r][i] = b.qs[4 * band + i];
 }
 

@@ -295,15 +295,15 @@ void matmul_decode_rows(const DecodeGroup<Space, E>& group, const ConstMatrix<Sp
 // y_p = alpha · x · w_pᵀ + bias_p + beta · y_p for each part p of the group (up to decode_group_max products of one
 // x, e.g. a layer's q, k and v: one launch, and for q8_0 and q4_0 one quantization of x), x [R, K] with
 // 1 <= R <= decode_max_rows, w_p [N_p, K] values of E (for q8_0 and q4_0 K a multiple of 32, w's extent K / 32
-// blocks, and x quantized to int8 blocks first: two launches; q4_0 in row tiles w_p [N_p / 16, K / 32]), y_p [R, N_p],
+// blocks, and x quantized to int8 blocks first: two launches; in row tiles w_p [N_p / 16, K / 32]), y_p [R, N_p],
 // bias_p [N_p] or empty (the caller checks shapes). Each y_p is the bits a launch of its own gives. The accumulators are sized at compile time, one
 // instantiation per R. The bias rides along in the store: a decode step's launches cost more than its arithmetic.
 template <class Space, class Tune = Tuning<Space>, class E = float>
 void matmul_decode_group(const DecodeGroup<Space, E>& group, const ConstMatrix<Space>& x, float alpha = 1.0f,
                          float beta = 0.0f) {
   if (x.extent(0) == 0) return;
-  if constexpr (std::is_same_v<E, q4_0x16>) {  // q4_0 in row tiles: its own kernel (matmul_decode_tiles.hpp)
-    TilesProduct<Space> parts[decode_group_max];
+  if constexpr (is_row_tile_v<E>) {  // q8_0 and q4_0 in row tiles: their own kernel (matmul_decode_tiles.hpp)
+    TilesProduct<Space, E> parts[decode_group_max];
     for (int p = 0; p < group.count; ++p) parts[p] = {group.part[p].y, group.part[p].w, group.part[p].bias};
     matmul_decode_tiles<Space, Tune>(parts, group.count, x, alpha, beta);
   } else {
@@ -351,6 +351,7 @@ bool decode_applies(const Tensor3<Space>& c, const ConstTensor3<Space>& a, const
   PTK_MATMUL_DECODE_ELEMENT_INSTANCE(EXT, Space, Tune, ::ptk::f16)  \
   PTK_MATMUL_DECODE_ELEMENT_INSTANCE(EXT, Space, Tune, ::ptk::q8_0) \
   PTK_MATMUL_DECODE_ELEMENT_INSTANCE(EXT, Space, Tune, ::ptk::q4_0)  \
+  PTK_MATMUL_DECODE_ELEMENT_INSTANCE(EXT, Space, Tune, ::ptk::q8_0x16) \
   PTK_MATMUL_DECODE_ELEMENT_INSTANCE(EXT, Space, Tune, ::ptk::q4_0x16)
 #define PTK_MATMUL_DECODE_SPACE_INSTANCES(EXT, Space) \
   EXT template bool decode_applies<Space>(const Tensor3<Space>& c, const ConstTensor3<Space>& a, const ConstTensor3<Space>& b, bool trans_a, bool trans_b);

@@ -49,7 +49,7 @@ struct QuantizedRowsRef {
 // vpdpbusd multiplies unsigned bytes by signed ones: W's integers go in as u = q + o (q8_0: q ^ 0x80 = q + 128;
 // q4_0: the stored nibble, q + 8), and the group's −o·Σ q_x, added first, takes the o·Σ q_x back out.
 template <class E>
-inline constexpr int w_unsigned_offset = std::is_same_v<E, q8_0> ? 128 : 8;
+inline constexpr int w_unsigned_offset = std::is_same_v<E, q8_0> || std::is_same_v<E, q8_0x16> ? 128 : 8;
 
 // One block of x → its integers and the scale and offset of its 8 groups (block_to_int8: quantize_activations.hpp). A block with a non-finite value gets the scale NaN (so every output of its row is NaN,
 // as the float product would make it NaN or ±inf) and integers 0.

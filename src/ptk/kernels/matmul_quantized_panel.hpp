@@ -1,6 +1,6 @@
 #pragma once
 // matmul_quantized_panel: y[M,N] = alpha · x[M,K] · W[N,K]ᵀ + beta · y for W stored as q8_0 or q4_0 (also in row
-// tiles, q4_0x16: each block taken out of its tile) and x rounded to
+// tiles, q8_0x16 and q4_0x16) and x rounded to
 // int8 per block of 32 (block_to_int8, as every product with such W rounds it), for the rows of a prompt:
 //   y[r,n] = Σ_blocks (d_x[r,b] · d_w[n,b]) · Σ_{i<32} q_x[r,32b+i] · q_w[n,32b+i]       (inner sum exact, int32)
 // x is packed first in panels of 16 rows whose integers lie group by group (4 values of 16 rows: one 64-byte vector),
@@ -84,36 +84,46 @@ inline void unsigned_block_simd(const q4_0& w, std::uint8_t* u) {
 // together. The kernel broadcasts each word from memory (from a register it would cost a shuffle port µop).
 template <class E, int Jn>
 KOKKOS_FORCEINLINE_FUNCTION constexpr int word_at(int j, int g) {
-  return std::is_same_v<E, q4_0x16> ? g * Jn + j : j * block_groups + g;
+  return is_row_tile_v<E> ? g * Jn + j : j * block_groups + g;
+}
+// Group g's words of 8 rows from 32 bytes of a band: q8_0's bytes + 128; q4_0's low nibbles (g = band), high (g =
+// band + 4).
+inline void band_words(const q8_0x16& t, int band, int l0, std::uint32_t* u) {
+  const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.qs[band][l0]));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(u + band * 8), _mm256_xor_si256(v, _mm256_set1_epi8(static_cast<char>(0x80))));
+}
+inline void band_words(const q4_0x16& t, int band, int l0, std::uint32_t* u) {
+  const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.qs[band][l0])), low = _mm256_set1_epi8(0x0f);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(u + band * 8), _mm256_and_si256(v, low));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(u + (q4_0x16::bands + band) * 8), _mm256_and_si256(_mm256_srli_epi16(v, 4), low));
+}
+inline void band_words(const q8_0x16& t, int band, int l, int j, std::uint32_t* u, int Jn) {
+  std::uint32_t word;
+  __builtin_memcpy(&word, t.qs[band][l], sizeof word);
+  u[band * Jn + j] = word ^ 0x80808080u;
+}
+inline void band_words(const q4_0x16& t, int band, int l, int j, std::uint32_t* u, int Jn) {
+  std::uint32_t word;
+  __builtin_memcpy(&word, t.qs[band][l], sizeof word);
+  u[band * Jn + j] = word & 0x0f0f0f0fu;
+  u[(q4_0x16::bands + band) * Jn + j] = (word >> 4) & 0x0f0f0f0fu;
 }
 template <int Jn, class E>
 inline void unsigned_words(const E* w, std::size_t ldw, int n, int b, std::uint32_t* u, float (&dw)[Jn]) {
-  if constexpr (std::is_same_v<E, q4_0x16>) {
-    const q4_0x16& tile = w[n / tile_rows * ldw + b];
+  if constexpr (is_row_tile_v<E>) {
+    const E& tile = w[n / tile_rows * ldw + b];
     const int l0 = n % tile_rows;
     if constexpr (Jn == 8) {
       if (l0 % 8 == 0) {
-        const __m256i low = _mm256_set1_epi8(0x0f);
-        for (int band = 0; band < tile_bands; ++band) {
-          const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(tile.qs[band][l0]));
-          _mm256_storeu_si256(reinterpret_cast<__m256i*>(u + band * Jn), _mm256_and_si256(v, low));
-          _mm256_storeu_si256(reinterpret_cast<__m256i*>(u + (tile_bands + band) * Jn),
-                              _mm256_and_si256(_mm256_srli_epi16(v, 4), low));
-        }
+        for (int band = 0; band < E::bands; ++band) band_words(tile, band, l0, u);
         _mm_storeu_ps(dw, _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(tile.d + l0))));
         _mm_storeu_ps(dw + 4, _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(tile.d + l0 + 4))));
         return;
       }
     }
     for (int j = 0; j < Jn; ++j) {
-      const int l = l0 + j;
-      for (int band = 0; band < tile_bands; ++band) {
-        std::uint32_t word;
-        __builtin_memcpy(&word, tile.qs[band][l], sizeof word);
-        u[word_at<E, Jn>(j, band)] = word & 0x0f0f0f0fu;
-        u[word_at<E, Jn>(j, tile_bands + band)] = (word >> 4) & 0x0f0f0f0fu;
-      }
-      dw[j] = to_float(tile.d[l]);
+      for (int band = 0; band < E::bands; ++band) band_words(tile, band, l0 + j, j, u, Jn);
+      dw[j] = to_float(tile.d[l0 + j]);
     }
   } else {
     for (int j = 0; j < Jn; ++j) {
@@ -127,7 +137,8 @@ inline void unsigned_words(const E* w, std::size_t ldw, int n, int b, std::uint3
 // Block b of W row n: as stored, or for q4_0 in row tiles ([N / 16, K / 32] tiles) taken out of its tile.
 KOKKOS_FORCEINLINE_FUNCTION const q8_0& block_at(const q8_0* w, std::size_t ldw, int n, int b) { return w[n * ldw + b]; }
 KOKKOS_FORCEINLINE_FUNCTION const q4_0& block_at(const q4_0* w, std::size_t ldw, int n, int b) { return w[n * ldw + b]; }
-KOKKOS_FORCEINLINE_FUNCTION q4_0 block_at(const q4_0x16* w, std::size_t ldw, int n, int b) {
+template <class T, class = std::enable_if_t<is_row_tile_v<T>>>
+KOKKOS_FORCEINLINE_FUNCTION typename T::block_type block_at(const T* w, std::size_t ldw, int n, int b) {
   return tile_block(w[n / tile_rows * ldw + b], n % tile_rows);
 }
 
@@ -218,7 +229,7 @@ void matmul_quantized_panel(const Matrix<Space>& y, const ConstMatrix<Space>& x,
   static_assert(is_quantized_v<E>, "q8_0 or q4_0 weights");
   using Traits = typename Tune::decode;
   const int M = static_cast<int>(x.extent(0)), K = static_cast<int>(x.extent(1));
-  const int N = static_cast<int>(w.extent(0)) * item_rows_v<E>;  // W's rows (q4_0x16: its extent counts tiles)
+  const int N = static_cast<int>(w.extent(0)) * item_rows_v<E>;  // W's rows (row tiles: its extent counts tiles)
   if (M == 0 || N == 0) return;
   const int P = (M + panel_rows - 1) / panel_rows, blocks = K / quant_block;
   PanelRows<Space> xp{
@@ -241,7 +252,8 @@ void matmul_quantized_panel(const Matrix<Space>& y, const ConstMatrix<Space>& x,
   EXT template void matmul_quantized_panel<Space, Tune, E>(const Matrix<Space>& y, const ConstMatrix<Space>& x, const ConstMatrixOf<Space, E>& w, float alpha, float beta);
 #define PTK_MATMUL_QUANTIZED_PANEL_TUNED_INSTANCES(EXT, Space, Tune)     \
   PTK_MATMUL_QUANTIZED_PANEL_ELEMENT_INSTANCE(EXT, Space, Tune, ::ptk::q8_0) \
-  PTK_MATMUL_QUANTIZED_PANEL_ELEMENT_INSTANCE(EXT, Space, Tune, ::ptk::q4_0)   \
+  PTK_MATMUL_QUANTIZED_PANEL_ELEMENT_INSTANCE(EXT, Space, Tune, ::ptk::q4_0)    \
+  PTK_MATMUL_QUANTIZED_PANEL_ELEMENT_INSTANCE(EXT, Space, Tune, ::ptk::q8_0x16) \
   PTK_MATMUL_QUANTIZED_PANEL_ELEMENT_INSTANCE(EXT, Space, Tune, ::ptk::q4_0x16)
 namespace ptk::kernels {
 PTK_FOR_EACH_CONFIG(PTK_MATMUL_QUANTIZED_PANEL_TUNED_INSTANCES, extern)

@@ -150,10 +150,10 @@ struct HostDecode {
   static constexpr int panel_from_rows = 9;
   static constexpr int panel_w_rows = 8;
   static constexpr int panel_rows_per_team = 32;
-  // q4_0 weights of whole 16-row tiles kept in row tiles (quant.hpp q4_0x16): the decode kernel's lanes are then W
-  // rows, a block's 8 products summed in int32 (matmul_decode_tiles.hpp). M = 1, 4096 x 4096: 0.173 ms against 0.315
-  // over GGUF's layout (docs/benchmarks.md, "q4_0 in row tiles").
-  static constexpr bool q4_0_tiles = true;
+  // q8_0 and q4_0 weights of whole 16-row tiles kept in row tiles (quant.hpp q8_0x16, q4_0x16): the decode kernel's
+  // lanes are then W rows, a block's 8 products summed in int32 (matmul_decode_tiles.hpp). M = 1, 4096 x 4096, ms:
+  // q4_0 0.173 against 0.315 over GGUF's layout, q8_0 0.355-0.372 against 0.396 (docs/benchmarks.md, "Row tiles").
+  static constexpr bool row_tiles = true;
 };
 
 struct GpuDecode {
@@ -170,7 +170,7 @@ struct GpuDecode {
   static constexpr int panel_from_rows = 0;  // the panel kernel is the host's (its portable loop: one lane a team)
   static constexpr int panel_w_rows = 1;
   static constexpr int panel_rows_per_team = 1;
-  static constexpr bool q4_0_tiles = false;  // the tile kernel is the host's (its portable loop: one thread a tile)
+  static constexpr bool row_tiles = false;  // the tile kernel is the host's (its portable loop: one thread a tile)
 };
 
 // ---- Attention (attention_forward.hpp, attention_backward.hpp) --------------------------------------

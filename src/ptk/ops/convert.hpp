@@ -54,26 +54,30 @@ Tensor<Space, E> convert(const Tensor<Space>& x, const char* name = "x") {
   }
 }
 
-// A q4_0 matrix [N, K] in row tiles (quant.hpp q4_0x16; N a multiple of 16), and back: the same bytes, regrouped.
-template <class Space>
-Tensor<Space, q4_0x16> tile(const Tensor<Space, q4_0>& x) {
+// The row tiles of a q8_0 or q4_0 matrix [N, K] (quant.hpp q8_0x16, q4_0x16; N a multiple of 16), and back: the same
+// bytes, regrouped.
+template <class Block>
+using tile_of_t = std::conditional_t<std::is_same_v<Block, q8_0>, q8_0x16, q4_0x16>;
+template <class Space, class Block>
+Tensor<Space, tile_of_t<Block>> tile(const Tensor<Space, Block>& x) {
+  static_assert(std::is_same_v<Block, q8_0> || std::is_same_v<Block, q4_0>, "row tiles hold q8_0 or q4_0 blocks");
   check_tensor("tile", "x", x, 2, 2);
   require(x.dim(0) % tile_rows == 0, "tile: x has shape ", x.shape(), "; row tiles need a multiple of ", tile_rows,
           " rows");
-  auto y = Tensor<Space, q4_0x16>::uninitialized(x.shape(), "ptk::tile");
-  kernels::tile_q4_0<Space>(y.rows(), x.rows());
+  auto y = Tensor<Space, tile_of_t<Block>>::uninitialized(x.shape(), "ptk::tile");
+  kernels::tile_blocks<Space, tile_of_t<Block>>(y.rows(), x.rows());
   return y;
 }
-template <class Space>
-Tensor<Space, q4_0> untile(const Tensor<Space, q4_0x16>& x) {
-  auto y = Tensor<Space, q4_0>::uninitialized(x.shape(), "ptk::untile");
-  kernels::untile_q4_0<Space>(y.rows(), x.rows());
+template <class Space, class T>
+Tensor<Space, typename T::block_type> untile(const Tensor<Space, T>& x) {
+  auto y = Tensor<Space, typename T::block_type>::uninitialized(x.shape(), "ptk::untile");
+  kernels::untile_blocks<Space, T>(y.rows(), x.rows());
   return y;
 }
 
 template <class Space, class E>
 Tensor<Space> to_f32(const Tensor<Space, E>& x) {
-  if constexpr (std::is_same_v<E, q4_0x16>) {
+  if constexpr (is_row_tile_v<E>) {
     return to_f32(untile(x));
   } else {
     check_tensor("to_f32", "x", x, 1, 8);

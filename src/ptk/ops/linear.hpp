@@ -89,8 +89,8 @@ void stored_linear_into(const char* op, const Tensor<Space>& y, const Tensor<Spa
     }
   }
   if (route == StoredRoute::gemm) {
-    if constexpr (std::is_same_v<E, q4_0x16>) {  // the GEMM reads GGUF's blocks (a tuning that tiles takes panels)
-      return stored_linear_into<Space, Tune, q4_0>(op, y, x, untile(w), b, accumulate);
+    if constexpr (is_row_tile_v<E>) {  // the GEMM reads GGUF's blocks (a tuning that tiles takes panels)
+      return stored_linear_into<Space, Tune, typename E::block_type>(op, y, x, untile(w), b, accumulate);
     } else if constexpr (is_quantized_v<E>) {
       // x rounded to its int8 blocks first, as the decode kernel rounds it: every path multiplies the same values.
       const auto xq = Tensor<Space>::uninitialized(x.shape(), "ptk::linear_x_int8");
