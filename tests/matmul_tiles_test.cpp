@@ -87,7 +87,7 @@ TEST(MatmulTiles, HoldGgufsBytesRegrouped) {
 TEST(MatmulTiles, DecodeMatchesTheOracle) {
   for_each_block([](auto e) {
     using Block = decltype(e);
-    using T = ops::tile_of_t<Block>;
+    using T = tile_of_t<Block>;
     for (std::int64_t M : {1, 2, 3, 5, 8})
       for (std::int64_t K : {32, 96, 544, 4096})
         for_each_space([&](auto space) {

@@ -127,7 +127,8 @@ Var linear(const Var& x, const Var& weight, const Var& bias) {
 namespace {
 // Whether a weight stored as q8_0 or q4_0 is held in row tiles (storage.hpp store_blocks), on the device it lives on.
 bool tiled(const Var& w) {
-  return on_device(w.device(), [&](auto tag) { return w.impl().stored.template get<typename decltype(tag)::type>().tiled(); });
+  return on_device(w.device(),
+                   [&](auto tag) { return w.impl().stored.template get<typename decltype(tag)::type>().tiled(); });
 }
 }  // namespace
 

@@ -91,8 +91,10 @@ void store_blocks(Stored<S>& st, const Tensor<S, Block>& blocks) {
   const bool tiles = kernels::with_tuning<S>(runtime::host_runs_gpu_tuning(), [](auto config) {
     return decltype(config)::tune::decode::row_tiles;
   });
-  if (tiles && blocks.rank() == 2 && blocks.dim(0) % tile_rows == 0) st.template get<ops::tile_of_t<Block>>() = ops::tile(blocks);
-  else st.template get<Block>() = blocks;
+  if (tiles && blocks.rank() == 2 && blocks.dim(0) % tile_rows == 0)
+    st.template get<tile_of_t<Block>>() = ops::tile(blocks);
+  else
+    st.template get<Block>() = blocks;
 }
 
 struct Node {

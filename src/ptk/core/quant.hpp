@@ -50,6 +50,8 @@ struct q8_0x16 : RowTile<quant_block / 4, std::int8_t, q8_0> {};
 struct q4_0x16 : RowTile<quant_block / 8, std::uint8_t, q4_0> {};
 static_assert(sizeof(q8_0x16) == tile_rows * sizeof(q8_0), "a q8_0 tile holds 16 blocks' bytes");
 static_assert(sizeof(q4_0x16) == tile_rows * sizeof(q4_0), "a q4_0 tile holds 16 blocks' bytes");
+template <class Block>
+using tile_of_t = std::conditional_t<std::is_same_v<Block, q8_0>, q8_0x16, q4_0x16>;
 
 // Row r's block of a tile, and the tile's row r set from a block.
 template <int Bands, class Q, class Block>

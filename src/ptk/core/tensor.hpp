@@ -2,7 +2,7 @@
 // ptk::Tensor<Space, E>: a shape plus one contiguous, row-major buffer of E (float unless said: dtype.hpp) in
 // Space's memory. Kernels never see a Tensor: they get rank-N LayoutRight Views over its buffer. A q8_0 or q4_0
 // tensor stores its last dimension in blocks of 32 values (the dimension must be a multiple of 32), so its buffer
-// holds numel / 32 blocks and its views count blocks in the last dimension; a tensor of q4_0 row tiles (q4_0x16)
+// holds numel / 32 blocks and its views count blocks in the last dimension; a tensor of row tiles (q8_0x16, q4_0x16)
 // also groups its second-last dimension by 16 (a multiple of 16), and its views count those groups.
 #include <Kokkos_Core.hpp>
 

@@ -296,8 +296,9 @@ void matmul_decode_rows(const DecodeGroup<Space, E>& group, const ConstMatrix<Sp
 // x, e.g. a layer's q, k and v: one launch, and for q8_0 and q4_0 one quantization of x), x [R, K] with
 // 1 <= R <= decode_max_rows, w_p [N_p, K] values of E (for q8_0 and q4_0 K a multiple of 32, w's extent K / 32
 // blocks, and x quantized to int8 blocks first: two launches; in row tiles w_p [N_p / 16, K / 32]), y_p [R, N_p],
-// bias_p [N_p] or empty (the caller checks shapes). Each y_p is the bits a launch of its own gives. The accumulators are sized at compile time, one
-// instantiation per R. The bias rides along in the store: a decode step's launches cost more than its arithmetic.
+// bias_p [N_p] or empty (the caller checks shapes). Each y_p is the bits a launch of its own gives. The accumulators
+// are sized at compile time, one instantiation per R. The bias rides along in the store: a decode step's launches
+// cost more than its arithmetic.
 template <class Space, class Tune = Tuning<Space>, class E = float>
 void matmul_decode_group(const DecodeGroup<Space, E>& group, const ConstMatrix<Space>& x, float alpha = 1.0f,
                          float beta = 0.0f) {

@@ -100,8 +100,13 @@ struct MatmulDecodeTiles {
     if constexpr (Tune::decode::int8_simd) {
       __m512 a[R];
       for (int r = 0; r < R; ++r) a[r] = _mm512_setzero_ps();
+      const char* stream = reinterpret_cast<const char*>(&w(t, 0));
       for (int b = 0; b < blocks; ++b) {
         const T& tile = w(t, b);
+        // The tile row streams from memory: its lines fetched prefetch_distance floats ahead, as the f32 kernel's.
+        if constexpr (Tune::decode::prefetch_distance > 0)
+          for (std::size_t q = 0; q < sizeof(T); q += 64)
+            __builtin_prefetch(stream + (b * sizeof(T) + Tune::decode::prefetch_distance * sizeof(float) + q), 0);
         __m512i u[block_groups];
         tile_unsigned(tile, u);
         const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(tile.d)));
@@ -169,7 +174,8 @@ void matmul_decode_tiles_rows(const TilesProduct<Space, T>* parts, int count, co
   f.alpha = alpha;
   f.beta = beta;
   // Dynamic: on a shared host a preempted thread's tiles go to the other threads.
-  Kokkos::parallel_for("ptk::matmul_decode_tiles", Kokkos::RangePolicy<Space, Kokkos::Schedule<Kokkos::Dynamic>>(0, items), f);
+  using Policy = Kokkos::RangePolicy<Space, Kokkos::Schedule<Kokkos::Dynamic>>;
+  Kokkos::parallel_for("ptk::matmul_decode_tiles", Policy(0, items), f);
 }
 
 template <class Space, class Tune, class T>
@@ -195,7 +201,8 @@ template <class Space, class T>
 void tile_blocks(const MatrixOf<Space, T>& tiles, const ConstMatrixOf<Space, typename T::block_type>& blocks) {
   const int B = static_cast<int>(blocks.extent(1));
   Kokkos::parallel_for(
-      "ptk::tile_blocks", Kokkos::RangePolicy<Space>(0, static_cast<int>(tiles.extent(0)) * B), KOKKOS_LAMBDA(const int i) {
+      "ptk::tile_blocks", Kokkos::RangePolicy<Space>(0, static_cast<int>(tiles.extent(0)) * B),
+      KOKKOS_LAMBDA(const int i) {
         const int t = i / B, b = i % B;
         for (int l = 0; l < tile_rows; ++l) set_tile_block(tiles(t, b), l, blocks(t * tile_rows + l, b));
       });
@@ -204,7 +211,8 @@ template <class Space, class T>
 void untile_blocks(const MatrixOf<Space, typename T::block_type>& blocks, const ConstMatrixOf<Space, T>& tiles) {
   const int B = static_cast<int>(blocks.extent(1));
   Kokkos::parallel_for(
-      "ptk::untile_blocks", Kokkos::RangePolicy<Space>(0, static_cast<int>(tiles.extent(0)) * B), KOKKOS_LAMBDA(const int i) {
+      "ptk::untile_blocks", Kokkos::RangePolicy<Space>(0, static_cast<int>(tiles.extent(0)) * B),
+      KOKKOS_LAMBDA(const int i) {
         const int t = i / B, b = i % B;
         for (int l = 0; l < tile_rows; ++l) blocks(t * tile_rows + l, b) = tile_block(tiles(t, b), l);
       });

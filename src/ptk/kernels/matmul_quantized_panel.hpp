@@ -90,12 +90,14 @@ KOKKOS_FORCEINLINE_FUNCTION constexpr int word_at(int j, int g) {
 // band + 4).
 inline void band_words(const q8_0x16& t, int band, int l0, std::uint32_t* u) {
   const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.qs[band][l0]));
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(u + band * 8), _mm256_xor_si256(v, _mm256_set1_epi8(static_cast<char>(0x80))));
+  const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(u + band * 8), _mm256_xor_si256(v, flip));
 }
 inline void band_words(const q4_0x16& t, int band, int l0, std::uint32_t* u) {
-  const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.qs[band][l0])), low = _mm256_set1_epi8(0x0f);
+  const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.qs[band][l0]));
+  const __m256i low = _mm256_set1_epi8(0x0f), high = _mm256_and_si256(_mm256_srli_epi16(v, 4), low);
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(u + band * 8), _mm256_and_si256(v, low));
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(u + (q4_0x16::bands + band) * 8), _mm256_and_si256(_mm256_srli_epi16(v, 4), low));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(u + (q4_0x16::bands + band) * 8), high);
 }
 inline void band_words(const q8_0x16& t, int band, int l, int j, std::uint32_t* u, int Jn) {
   std::uint32_t word;
@@ -134,7 +136,7 @@ inline void unsigned_words(const E* w, std::size_t ldw, int n, int b, std::uint3
 }
 #endif
 
-// Block b of W row n: as stored, or for q4_0 in row tiles ([N / 16, K / 32] tiles) taken out of its tile.
+// Block b of W row n: as stored, or from row tiles ([N / 16, K / 32] tiles) taken out of its tile.
 KOKKOS_FORCEINLINE_FUNCTION const q8_0& block_at(const q8_0* w, std::size_t ldw, int n, int b) { return w[n * ldw + b]; }
 KOKKOS_FORCEINLINE_FUNCTION const q4_0& block_at(const q4_0* w, std::size_t ldw, int n, int b) { return w[n * ldw + b]; }
 template <class T, class = std::enable_if_t<is_row_tile_v<T>>>

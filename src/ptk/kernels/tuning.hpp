@@ -152,7 +152,7 @@ struct HostDecode {
   static constexpr int panel_rows_per_team = 32;
   // q8_0 and q4_0 weights of whole 16-row tiles kept in row tiles (quant.hpp q8_0x16, q4_0x16): the decode kernel's
   // lanes are then W rows, a block's 8 products summed in int32 (matmul_decode_tiles.hpp). M = 1, 4096 x 4096, ms:
-  // q4_0 0.173 against 0.315 over GGUF's layout, q8_0 0.355-0.372 against 0.396 (docs/benchmarks.md, "Row tiles").
+  // q4_0 0.167 against 0.311 over GGUF's layout, q8_0 0.351 against 0.378 (docs/benchmarks.md, "Row tiles").
   static constexpr bool row_tiles = true;
 };
 

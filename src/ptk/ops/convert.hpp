@@ -56,8 +56,6 @@ Tensor<Space, E> convert(const Tensor<Space>& x, const char* name = "x") {
 
 // The row tiles of a q8_0 or q4_0 matrix [N, K] (quant.hpp q8_0x16, q4_0x16; N a multiple of 16), and back: the same
 // bytes, regrouped.
-template <class Block>
-using tile_of_t = std::conditional_t<std::is_same_v<Block, q8_0>, q8_0x16, q4_0x16>;
 template <class Space, class Block>
 Tensor<Space, tile_of_t<Block>> tile(const Tensor<Space, Block>& x) {
   static_assert(std::is_same_v<Block, q8_0> || std::is_same_v<Block, q4_0>, "row tiles hold q8_0 or q4_0 blocks");
