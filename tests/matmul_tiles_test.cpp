@@ -98,7 +98,7 @@ TEST(MatmulTiles, DecodeMatchesTheOracle) {
           const auto x = uniform(M * K, -1, 1, name + "x");
           const auto X = Tensor<Space>::from_host({M, K}, x);
           kernels::DecodeGroup<Space, T> group;
-          std::vector<Tensor<Space>> ys;
+          std::vector<Tensor<Space>> ys, biases;  // kept alive: the group's views do not own their memory
           std::vector<std::vector<float>> wants;
           std::vector<Tensor<Space, T>> ws;
           for (std::size_t p = 0; p < Ns.size(); ++p) {
@@ -110,16 +110,18 @@ TEST(MatmulTiles, DecodeMatchesTheOracle) {
             ws.push_back(ops::tile(blocks));
             ys.push_back(Tensor<Space>::from_host({M, N}, y0));
             wants.push_back(oracle(x, ops::to_f32(blocks).to_vector(), bias, y0, M, N, K, 0.5f, 1.0f));
-            group.part[p] = {
-                ys[p].rows(), ws[p].rows(),
-                bias.empty() ? ConstVector<Space>() : ConstVector<Space>(Tensor<Space>::from_host({N}, bias).flat())};
+            biases.push_back(bias.empty() ? Tensor<Space>() : Tensor<Space>::from_host({N}, bias));
+            group.part[p] = {ys[p].rows(), ws[p].rows(),
+                             bias.empty() ? ConstVector<Space>() : ConstVector<Space>(biases[p].flat())};
           }
           group.count = static_cast<int>(Ns.size());
           kernels::matmul_decode_group<Space, Tune, T>(group, X.rows(), 0.5f, 1.0f);
           for (std::size_t p = 0; p < Ns.size(); ++p)
             EXPECT_TRUE(all_close(ys[p].to_vector(), wants[p], {M, Ns[p]}, tolerance::matmul(K)))
                 << Space::name() << " " << name << " part " << p;
-          const Tensor<Space> one({M, Ns[0]});  // a product alone, beta 0: y written, not read
+          // A product alone, beta 0: y written, not read (NaN before).
+          const auto one = Tensor<Space>::from_host(
+              {M, Ns[0]}, std::vector<float>(static_cast<std::size_t>(M * Ns[0]), std::nanf("")));
           kernels::matmul_decode<Space, Tune, T>(one.rows(), X.rows(), ws[0].rows());
           const std::vector<float> zeros(static_cast<std::size_t>(M * Ns[0]));
           const auto blocks0 = ops::untile(ws[0]);

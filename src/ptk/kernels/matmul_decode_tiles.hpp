@@ -111,7 +111,8 @@ struct MatmulDecodeTiles {
         tile_unsigned(tile, u);
         const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(tile.d)));
         for (int r = 0; r < R; ++r) {
-          const auto* xq = reinterpret_cast<const std::int32_t*>(&x.q(r, b * quant_block));
+          std::int32_t xq[block_groups];  // x's 4-value words (copied: int8 storage is not read as int32)
+          __builtin_memcpy(xq, &x.q(r, b * quant_block), sizeof xq);
           // Two chains rather than one of 8 dependent vpdpbusd.
           __m512i s0 = _mm512_set1_epi32(x.offset(r, b)), s1 = _mm512_setzero_si512();
           for (int g = 0; g < block_groups; g += 2) {
