@@ -5,7 +5,8 @@
 // as read + write (512 MiB a copy), and OpenBLAS sgemv (M = 1) and sgemm (W transposed) on the same
 // shapes, with the threads OpenBLAS is given (OPENBLAS_NUM_THREADS, else OMP_NUM_THREADS).
 // W stored as bf16, f16, q8_0 or q4_0 (shape key dtype=...): the same kernel on fewer bytes, at M = 1, each beside a
-// copy of its own weight bytes (matmul_decode/copy/bytes=...), the ceiling the issue measures it against.
+// copy of its own weight bytes (matmul_decode/copy/bytes=...), the ceiling the issue measures it against. Those
+// weights fit this machine's 260 MiB cache; `from=memory` shapes cycle through 1 GiB of copies, as a model's step does.
 #include <cblas.h>
 
 #include <array>
@@ -68,15 +69,21 @@ void copy_of(std::int64_t bytes) {
 // W as E: converted, and for row tiles (as the host stores a q8_0 or q4_0 weight) then tiled.
 template <class E>
 Tensor<Space, E> stored(const Tensor<Space>& w) {
-  if constexpr (is_row_tile_v<E>) return ops::tile(ops::convert<typename E::block_type>(w));
+  if constexpr (std::is_same_v<E, float>) return w;
+  else if constexpr (is_row_tile_v<E>) return ops::tile(ops::convert<typename E::block_type>(w));
   else return ops::convert<E>(w);
+}
+
+// E's key in a benchmark name: its dtype, with "_tiles" for row tiles.
+template <class E>
+std::string type_key() {
+  return std::string(dtype_name(Element<E>::dtype)) + (item_rows_v<E> > 1 ? "_tiles" : "");
 }
 
 // y[1,N] = x · Wᵀ with W stored as E; rate: GB/s of E's weight bytes.
 template <class E>
 void register_stored(std::int64_t N, std::int64_t K) {
-  const auto type = std::string(dtype_name(Element<E>::dtype)) + (item_rows_v<E> > 1 ? "_tiles" : "");
-  const auto shape = "M=1,N=" + std::to_string(N) + ",K=" + std::to_string(K) + ",dtype=" + type;
+  const auto shape = "M=1,N=" + std::to_string(N) + ",K=" + std::to_string(K) + ",dtype=" + type_key<E>();
   const double bytes = static_cast<double>(dtype_bytes(Element<E>::dtype, N * K));
   add("matmul_decode", "ptk", shape, Rate::gbytes, bytes, [=] {
     const auto x = random_tensor({1, K}, 1);
@@ -85,6 +92,32 @@ void register_stored(std::int64_t N, std::int64_t K) {
     return std::function<void()>([=] { kernels::matmul_decode<Space, kernels::Tuning<Space>, E>(y.rows(), x.rows(), w.rows()); });
   }, 2.0 * N * K);
   copy_of(static_cast<std::int64_t>(bytes));
+}
+
+// The same product with W coming from memory, as in a model's decode step (whose weights exceed any cache): each
+// call takes the next of as many copies of W as fill 1 GiB, four times the largest last-level cache measured on
+// (260 MiB), so no copy is still cached when its turn comes again. Rate: GB/s of E's weight bytes read.
+template <class E>
+void register_from_memory(std::int64_t N, std::int64_t K) {
+  constexpr double ring_bytes = 1024.0 * (1 << 20);
+  const auto shape = "M=1,N=" + std::to_string(N) + ",K=" + std::to_string(K) + ",dtype=" + type_key<E>() +
+                     ",from=memory";
+  const double bytes = static_cast<double>(dtype_bytes(Element<E>::dtype, N * K));
+  add("matmul_decode", "ptk", shape, Rate::gbytes, bytes, [=] {
+    const auto x = random_tensor({1, K}, 1);
+    const auto w = stored<E>(random_tensor({N, K}, 2));
+    auto ring = std::make_shared<std::vector<Tensor<Space, E>>>();
+    for (double b = 0; b < ring_bytes; b += bytes) {
+      ring->push_back(Tensor<Space, E>::persistent(w.shape(), "ptk::bench::ring"));
+      Kokkos::deep_copy(ring->back().storage(), w.storage());
+    }
+    auto next = std::make_shared<std::size_t>(0);
+    const Tensor<Space> y({1, N});
+    return std::function<void()>([=] {
+      const auto& wi = (*ring)[(*next)++ % ring->size()];
+      kernels::matmul_decode<Space, kernels::Tuning<Space>, E>(y.rows(), x.rows(), wi.rows());
+    });
+  }, 2.0 * N * K);
 }
 
 }  // namespace
@@ -103,6 +136,14 @@ void register_matmul_decode() {
     register_stored<q8_0x16>(NK[0], NK[1]);
     register_stored<q4_0x16>(NK[0], NK[1]);
   }
+  // TinyLlama's MLP gate and up projections (out 5632, in 2048), from memory: a decode step's regime;
+  register_from_memory<float>(5632, 2048);
+  register_from_memory<bf16>(5632, 2048);
+  register_from_memory<q8_0x16>(5632, 2048);
+  register_from_memory<q4_0x16>(5632, 2048);
+  // and its down projection (out 2048, in 5632): rows of 11-22 KB.
+  register_from_memory<float>(2048, 5632);
+  register_from_memory<bf16>(2048, 5632);
 }
 
 }  // namespace ptk::bench

@@ -118,7 +118,7 @@ KOKKOS_INLINE_FUNCTION RowDots<R * J> lane_dots(const float* x, std::size_t ldx,
     PTK_UNROLL_NEST
     for (int j = 0; j < J; ++j) {
       const E* wj = w + j * ldw;
-      prefetch_items<Traits, W>(wj, b);
+      prefetch_group_items<Traits, W, J>(wj, ldw, K, b);
       load_lanes<L, V>(wj, b, v, wv[j]);
     }
     PTK_UNROLL_NEST

@@ -138,7 +138,11 @@ struct HostDecode {
   static constexpr int lanes = 16;
   static constexpr int w_rows(int R) { return R == 1 ? 4 : R == 8 ? 2 : 1; }
   static constexpr int k_block(int R) { return R <= 2 || R == 8 ? 0 : 512; }
-  static constexpr int prefetch_distance = 1024;  // floats ahead of each W row (4 KB), as the row ops
+  // Floats' worth of bytes (4 KB) ahead of each W row, as the row ops; past a row's end, as far into the row the
+  // group takes next (prefetch_group_items). TinyLlama's MLP layers from memory, M = 1, 5632 x 2048, ms
+  // (docs/benchmarks.md, "Decode weights from memory"): bf16 1.00 within the row, 0.82-0.94 into the next group;
+  // 2 KB 3-5 % faster there but q8_0 in blocks 12 % slower; 8 KB 5-20 % slower.
+  static constexpr int prefetch_distance = 1024;
   static constexpr bool int8_simd = true;  // quantized W: vpdpbusd where the build has AVX-512 VNNI
   // Quantized W: products of up to this many rows (a short prompt) take this kernel 8 rows at a time, reading W once
   // a chunk and multiplying int8, rather than the f32 GEMM widening W's blocks (ops/linear.hpp). 75 M Llama q8_0

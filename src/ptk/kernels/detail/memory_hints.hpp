@@ -58,19 +58,54 @@ KOKKOS_FORCEINLINE_FUNCTION void prefetch_block(const S* stream, const O* y, int
   }
 }
 
+// One hint a cache line of the `bytes` bytes at address `at` (host code only): a run shorter than a line takes a hint
+// only where a line begins in it, so that the runs of one row (a bf16 row's 32 bytes a block) hint each line once.
+#if !defined(__CUDA_ARCH__) && !defined(__HIP_DEVICE_COMPILE__)
+template <int bytes>
+inline void prefetch_lines(std::uintptr_t at) {
+  if constexpr (bytes >= 64) {
+    for (int q = 0; q < bytes; q += 64) __builtin_prefetch(reinterpret_cast<const void*>(at + q), 0);
+  } else {
+    const std::uintptr_t to_line = (0 - at) & 63;  // bytes to the next line start
+    if (to_line < static_cast<std::uintptr_t>(bytes))
+      __builtin_prefetch(reinterpret_cast<const void*>(at + to_line), 0);
+  }
+}
+#endif
+
 // The prefetches of values [b, b + W) of a row of stored items E (dtype.hpp) read as a stream: one hint a
-// cache line of their bytes (at least one), prefetch_distance floats' worth of bytes ahead. For float the
-// same hints as prefetch_block's stream.
+// cache line of their bytes, prefetch_distance floats' worth of bytes ahead. For float the same hints as
+// prefetch_block's stream.
 template <class Traits, int W, class E>
 KOKKOS_FORCEINLINE_FUNCTION void prefetch_items(const E* row, int b) {
 #if !defined(__CUDA_ARCH__) && !defined(__HIP_DEVICE_COMPILE__)
+  if constexpr (Traits::prefetch_distance > 0)
+    prefetch_lines<static_cast<int>(W * sizeof(E) / Element<E>::block)>(
+        reinterpret_cast<std::uintptr_t>(row + b / Element<E>::block) + Traits::prefetch_distance * sizeof(float));
+#else
+  (void)row;
+  (void)b;
+#endif
+}
+
+// The prefetches of values [b, b + W) of row j of a group of J rows (each `ldw` items apart, K values long) that one
+// thread sweeps side by side before the J rows after them: prefetch_distance floats' worth of bytes ahead in the
+// row, or, past its end, as far into row j + J. A hint that went on in memory past the row's end would land in a row
+// the group is already reading wherever rows are shorter than J times the distance (bf16 at K = 2048: 4 KB rows).
+template <class Traits, int W, int J, class E>
+KOKKOS_FORCEINLINE_FUNCTION void prefetch_group_items(const E* row, std::size_t ldw, int K, int b) {
+#if !defined(__CUDA_ARCH__) && !defined(__HIP_DEVICE_COMPILE__)
   if constexpr (Traits::prefetch_distance > 0) {
-    constexpr int bytes = static_cast<int>(W * sizeof(E) / Element<E>::block);
-    const auto at = reinterpret_cast<std::uintptr_t>(row + b / Element<E>::block) + Traits::prefetch_distance * sizeof(float);
-    for (int q = 0; q < bytes; q += 64) __builtin_prefetch(reinterpret_cast<const void*>(at + q), 0);
+    constexpr std::uintptr_t item = sizeof(E), block = Element<E>::block;
+    const std::uintptr_t ahead = b * item / block + Traits::prefetch_distance * sizeof(float);
+    const std::uintptr_t row_bytes = K * item / block;
+    prefetch_lines<static_cast<int>(W * item / block)>(reinterpret_cast<std::uintptr_t>(row) + ahead +
+                                                       (ahead >= row_bytes ? J * ldw * item - row_bytes : 0));
   }
 #else
   (void)row;
+  (void)ldw;
+  (void)K;
   (void)b;
 #endif
 }
