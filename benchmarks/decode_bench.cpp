@@ -3,6 +3,8 @@
 // iteration rewrites the same position, so the context stays what the shape says. GB/s counts the bytes a
 // step must read (weights and the cache's keys and values up to the context); tokens/s is batch / step time.
 // scripts/decode_torch.py runs the same steps in PyTorch for the comparison (scripts/decode_sweep.sh).
+#include <cmath>
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -19,11 +21,40 @@ struct DecodeModel {
   nn::DecoderConfig config;
 };
 
+// A model for a speed run: each parameter spread as the seeded constructor draws it (weights uniform with its standard
+// deviation, 0.02 or the residual projections' 0.02 / sqrt(2 n_layer); norms 1, biases 0) from a hash of each value's
+// index, filled by the host's threads. The seeded constructor's Box-Muller draws, one after another, took ~90 s of
+// a 1.1 B-parameter model's setup; a step's time does not depend on the values.
+std::shared_ptr<nn::Decoder> speed_model(const nn::DecoderConfig& c) {
+  using Info = nn::Decoder::ParameterInfo;
+  std::uint64_t salt = 0;
+  return std::make_shared<nn::Decoder>(c, ag::Device::device, [&](const Info& p) {
+    const auto n = static_cast<std::size_t>(element_count(p.shape));
+    std::vector<float> values(n, p.init == Info::Init::one ? 1.0f : 0.0f);
+    if (p.init == Info::Init::normal || p.init == Info::Init::residual) {
+      const double std = p.init == Info::Init::residual ? 0.02 / std::sqrt(2.0 * c.n_layer) : 0.02;
+      const float half_width = static_cast<float>(std * std::sqrt(3.0));
+      const std::uint64_t seed = ++salt * 0x9E3779B97F4A7C15ull;
+      float* out = values.data();
+      using Host = Kokkos::DefaultHostExecutionSpace;
+      Kokkos::parallel_for("ptk::bench::speed_model", Kokkos::RangePolicy<Host>(0, n), [=](std::size_t i) {
+        std::uint64_t z = seed + (i + 1) * 0xBF58476D1CE4E5B9ull;  // splitmix64's finalizer
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+        z ^= z >> 31;
+        out[i] = half_width * (static_cast<float>(z >> 40) * 0x1p-23f - 1.0f);  // in [-1, 1)
+      });
+      Kokkos::fence();
+    }
+    return ag::Var::from_vector(p.shape, values, ag::Device::device, /*requires_grad=*/true);
+  });
+}
+
 // The benchmark's setup: a model with its linear weights stored as `weights`, a cache of `kv` values, and the
 // step, which runs position ctx - 1 against ctx keys (each iteration rewrites the same position), then samples.
 std::function<std::function<void()>()> decode_step(const nn::DecoderConfig& c, int B, int ctx, DType weights, DType kv) {
   return [=] {
-    auto model = std::make_shared<nn::Decoder>(c, ag::Device::device, 1);
+    auto model = speed_model(c);
     model->store_weights_as(weights);
     auto cache = std::make_shared<nn::KvCache>(nn::make_kv_cache(*model, B, ctx, kv));
     auto sampler = std::make_shared<ag::TokenSampler>();
@@ -49,7 +80,7 @@ double cache_bytes(const nn::DecoderConfig& c, int B, int ctx, DType kv) {
 // its layers; byte vocabulary) with its linear weights stored as each dtype (Decoder::store_weights_as, as `ptk
 // generate --dtype`), batch 1: family decode, shape key dtype=. GB/s counts the bytes a step reads: the linear
 // weights (the LM head among them) as stored, the embedding and norms in f32, the KV cache (f32) up to ctx.
-// Not in the quick sweep: building each 1 B-parameter model takes ~30 s.
+// Not in the quick sweep: storing each 1 B-parameter model's weights as the dtype takes seconds.
 void register_decode_stored() {
   if (sweep().quick) return;
   nn::DecoderConfig c{22, 32, 2048, 1024, 256};
