@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # Installs what a ptk preset needs on Debian 12 and builds Kokkos + Kokkos Kernels for it.
 #
-#   scripts/bootstrap.sh [cpu|cpu-portable|cpu-serial|debug|cpu-kokkos4|cuda|cuda-kokkos3|hip]
-#                                                                          (default: cpu)
+#   scripts/bootstrap.sh [cpu|cpu-portable|cpu-serial|debug|debug-kokkos3|cpu-kokkos4|cuda|cuda-kokkos3|hip]
+#                                                                                        (default: cpu)
 #
 # Idempotent: a second run that finds the packages and the Kokkos install does nothing.
 # Each preset names a Kokkos version and a flavour (the CMake presets' PTK_KOKKOS_VERSION and
 # PTK_KOKKOS_FLAVOR); Kokkos is installed into ${PTK_CACHE:-$HOME/.cache/ptk}/kokkos-<version>/
 # <flavour>, outside any build tree, where the CMake presets look for it.
-#   - Kokkos 3.4.01 (cpu, cpu-portable, cpu-serial, debug, cuda-kokkos3, hip) comes from Debian's
+#   - Kokkos 3.4.01 (cpu, cpu-portable, cpu-serial, debug-kokkos3, cuda-kokkos3, hip) comes from Debian's
 #     `trilinos` source package (apt-get source).
-#   - Kokkos 4.6.01 (cpu-kokkos4, cuda) is built from release sources: PTK_KOKKOS_SOURCE=DIR, a
+#   - Kokkos 4.6.01 (debug, cpu-kokkos4, cuda) is built from release sources: PTK_KOKKOS_SOURCE=DIR, a
 #     folder holding kokkos-4.6.01.tar.gz and kokkos-kernels-4.6.01.tar.gz (or the two extracted
 #     trees kokkos-4.6.01/ and kokkos-kernels-4.6.01/); default ../shared/kokkos beside the repo.
 # If Kokkos_ROOT (and KokkosKernels_ROOT) are set, nothing is built: CMake uses that install
@@ -19,12 +19,14 @@ set -euo pipefail
 
 preset=${1:-cpu}
 case "$preset" in
-  cpu | cpu-portable | cpu-serial | debug) kokkos_version=3.4.01 flavour=$preset ;;
+  cpu | cpu-portable | cpu-serial) kokkos_version=3.4.01 flavour=$preset ;;
+  debug) kokkos_version=4.6.01 flavour=debug ;;
+  debug-kokkos3) kokkos_version=3.4.01 flavour=debug ;;
   cuda-kokkos3) kokkos_version=3.4.01 flavour=cuda ;;
   hip) kokkos_version=3.4.01 flavour=hip ;;
   cpu-kokkos4) kokkos_version=4.6.01 flavour=openmp ;;
   cuda) kokkos_version=4.6.01 flavour=cuda ;;
-  *) echo "bootstrap: unknown preset '$preset' (expected cpu, cpu-portable, cpu-serial, debug, cpu-kokkos4, cuda, cuda-kokkos3 or hip)" >&2; exit 2 ;;
+  *) echo "bootstrap: unknown preset '$preset' (expected cpu, cpu-portable, cpu-serial, debug, debug-kokkos3, cpu-kokkos4, cuda, cuda-kokkos3 or hip)" >&2; exit 2 ;;
 esac
 kokkos_major=${kokkos_version%%.*}
 
@@ -49,12 +51,15 @@ else
 fi
 
 # --- Debian packages ---------------------------------------------------------------------------
+apt_options=()
 packages=(cmake ninja-build ccache g++ make dpkg-dev libgtest-dev libbenchmark-dev libopenblas-dev
           libdnnl-dev python3 python3-matplotlib nlohmann-json3-dev zlib1g-dev libcli11-dev
           libopenmpi-dev openmpi-bin libpcre2-dev libsentencepiece-dev sentencepiece python3-sentencepiece
           clang libclang-rt-14-dev python3-torch)
 case "$preset" in
-  cuda | cuda-kokkos3) packages+=(nvidia-cuda-toolkit g++-11) ;;
+  # Without the toolkit's recommends (nsight-compute, nsight-systems, the visual profiler, cuda-gdb, the docs: over
+  # 1 GB): a build needs nvcc and the libraries alone.
+  cuda | cuda-kokkos3) packages+=(nvidia-cuda-toolkit g++-11) apt_options=(--no-install-recommends) ;;
   hip) packages+=(hipcc libamdhip64-dev rocm-device-libs) ;;
 esac
 
@@ -137,7 +142,7 @@ if [ ${#missing[@]} -gt 0 ] || [ $need_source -eq 1 ]; then
 fi
 if [ ${#missing[@]} -gt 0 ]; then
   log "installing ${missing[*]}"
-  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}"
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${apt_options[@]}" "${missing[@]}"
 fi
 
 # --- Kokkos and Kokkos Kernels -----------------------------------------------------------------
