@@ -360,9 +360,9 @@ void decode_attention(const Heads<Space>& out, const Vector<Space>& lse, const C
   Kokkos::parallel_for("ptk::decode_attention", policy.set_scratch_size(Tiles::scratch_level, Kokkos::PerTeam(bytes)),
                        Kernel{part_max, part_sum, part_acc, q, k, v, scale, s, out, lse});
   if (s.splits == 1) return;
-  const int rows = s.B * s.Hq * s.Tq;
+  // The merge's rows (B·Hq·Tq) written into the bounds: a named local drew nvcc's "declared but never referenced".
   Kokkos::parallel_for("ptk::decode_attention_merge",
-                       Kokkos::MDRangePolicy<Space, Kokkos::Rank<2>>({0, 0}, {rows, s.D}),
+                       Kokkos::MDRangePolicy<Space, Kokkos::Rank<2>>({0, 0}, {s.B * s.Hq * s.Tq, s.D}),
                        DecodeAttentionMerge<Space>{out, lse, part_max, part_sum, part_acc});
 }
 
