@@ -17,12 +17,13 @@
 namespace ptk::test {
 namespace {
 
-// Today's counts (host and GPU tunings alike; docs/design.md, "Launches of a layer"). Prefill, 16: 2 rmsnorm, 7
-// matmul (16 f32 rows: the GEMM each), rope_kv_append (q and k rotated, k and v into the cache), 3 split_heads (q, k,
-// v into heads for flash attention), attention, merge_heads, swiglu. Decode, 9: 2 rmsnorm, 4 matmul_decode (q, k and
-// v in one launch, o, gate and up in one, down), rope_kv_append, decode_attention (q read and the output written in
-// place), swiglu.
-constexpr int kPrefillLaunchesPerLayer = 16, kDecodeLaunchesPerLayer = 9;
+// Today's counts (host and GPU tunings alike; docs/design.md, "Launches of a layer"). Prefill of 16 tokens, 12: 2
+// rmsnorm, 7 matmul (16 f32 rows: the GEMM each), rope_kv_append (q and k rotated, k and v into the cache),
+// decode_attention (a prompt of at most the tuning's prefill_rows: q and the cache read in place, the output written
+// in place; one key chunk, no merge), swiglu; a longer prompt takes flash attention over its rows, with 3 split_heads
+// and a merge_heads more. Decode, 9: 2 rmsnorm, 4 matmul_decode (q, k and v in one launch, o, gate and up in one,
+// down), rope_kv_append, decode_attention, swiglu.
+constexpr int kPrefillLaunchesPerLayer = 12, kDecodeLaunchesPerLayer = 9;
 
 // The launches of a prefill of `prompt` tokens and of the decode step after it, for an L-layer Llama.
 struct Counts {

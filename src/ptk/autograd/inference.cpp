@@ -75,12 +75,16 @@ Var cached_attention(HeadColumns q, HeadColumns k, HeadColumns v, const HeadLayo
         ops::kv_cache_append(kc, vc, data_of<S>(k.rows), k.offset, data_of<S>(v.rows), v.offset, pos);
     });
   });
-  // Prefill: nothing before the new tokens, so they attend only each other: flash attention on their own rows.
-  if (pos == 0 && Tn > 1) return causal_attention(q, k, v, layout);
-  // Decode: q read from its rows and the output written into y's rows in place (strided heads).
+  // A long prefill: nothing before the new tokens, so they attend only each other: flash attention on their own rows.
+  const Device device = k_cache.device();
+  const int prefill_rows = on_compute(device, [](auto tag) {
+    return decltype(tag)::tune::decode_attention::prefill_rows;
+  });
+  if (pos == 0 && Tn > prefill_rows) return causal_attention(q, k, v, layout);
+  // Decode, and a short prefill (tuning.hpp, prefill_rows): q read from its rows and the output written into y's rows
+  // in place (strided heads), the keys and values from the cache.
   require(H > 0 && q.offset >= 0 && q.offset + H * D <= qs[2], op, ": ", H, " query heads of ", D, " from column ",
           q.offset, " do not fit q rows ", qs);
-  const Device device = k_cache.device();
   return on_compute(device, [&](auto tag) {
     using S = typename decltype(tag)::type;
     using Tune = typename decltype(tag)::tune;

@@ -13,10 +13,11 @@ namespace ptk::ag {
 // Appends the Tn new tokens' keys and values (k, v: layout.kv_heads heads) to the caches [B, Hkv, Tmax, D] at
 // positions pos … pos + Tn − 1, then attends the new queries (q: layout.heads heads) to cache positions
 // 0 … pos + Tn − 1, causally (query t sees the keys up to its own position); query head h reads kv head
-// h / (heads / kv_heads). Returns [B, Tn, heads·D]. A first call (pos = 0) with several tokens is a prefill: it
-// runs causal_attention over the new tokens (flash); every other call runs the split-KV decode attention over the
-// cache, where a group's query heads share each read of a key. The caches are f32, or bf16 or f16 (Var::store_as):
-// the new keys and values are rounded into them, and a prefill's own attention still sees them unrounded. With
+// h / (heads / kv_heads). Returns [B, Tn, heads·D]. A first call (pos = 0) with more tokens than the tuning's
+// decode_attention::prefill_rows is a long prefill: it runs causal_attention over the new tokens (flash); every
+// other call runs the split-KV decode attention over the cache, where a group's query heads share each read of a
+// key. The caches are f32, or bf16 or f16 (Var::store_as): the new keys and values are rounded into them, and a long
+// prefill's own attention still sees them unrounded. With
 // rope_base, q's and k's heads are first rotated in place (rope at positions pos …, in the pass that appends them:
 // ops::rope_kv_cache_append), so q.rows and k.rows must be this call's own (a decode step's projections).
 Var cached_attention(HeadColumns q, HeadColumns k, HeadColumns v, const HeadLayout& layout, const Var& k_cache,

@@ -268,6 +268,10 @@ struct GpuColumns {
 // A team per (batch, kv head, key chunk); `query_rows` query rows of the group at a time, their
 // scores for the whole chunk in scratch ([query_rows, chunk] floats, at most max_chunk keys). Keys
 // are split until every execution unit has `teams_per_unit` teams, chunks no shorter than min_chunk.
+// prefill_rows: a prompt of at most this many tokens attends through this kernel too, reading q and the cache in
+// place (no heads split or merged); longer ones through flash attention over their own rows. On the host (75 M
+// Llama, 2 threads, f32) the prefill took 0.94-0.98x flash's time at 16, 32 and 64 tokens, 1.02-1.11x at 128,
+// 1.17x at 512 and 1.73x at 2048 (docs/benchmarks.md).
 struct HostDecodeAttention {
   static constexpr int team_size = 1;
   static constexpr int vector_length = 1;
@@ -276,6 +280,7 @@ struct HostDecodeAttention {
   static constexpr int min_chunk = 64;
   static constexpr int max_chunk = 1024;
   static constexpr int teams_per_unit = 1;
+  static constexpr int prefill_rows = 64;
 };
 
 // Threads over keys for the scores and over query rows for the values, 32 lanes over the head dim;
@@ -289,6 +294,8 @@ struct GpuDecodeAttention {
   static constexpr int min_chunk = 64;
   static constexpr int max_chunk = 256;
   static constexpr int teams_per_unit = 1;
+  // The host's bound, not yet measured on a GPU (where flash has a team per 16-row query tile and head only).
+  static constexpr int prefill_rows = 64;
 };
 
 // ---- Sampling (sampling.hpp) ----------------------------------------------------------------------
