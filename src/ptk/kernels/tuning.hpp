@@ -269,9 +269,9 @@ struct GpuColumns {
 // scores for the whole chunk in scratch ([query_rows, chunk] floats, at most max_chunk keys). Keys
 // are split until every execution unit has `teams_per_unit` teams, chunks no shorter than min_chunk.
 // prefill_rows: a prompt of at most this many tokens attends through this kernel too, reading q and the cache in
-// place (no heads split or merged); longer ones through flash attention over their own rows. On the host (75 M
-// Llama, 2 threads, f32) the prefill took 0.94-0.98x flash's time at 16, 32 and 64 tokens, 1.02-1.11x at 128,
-// 1.17x at 512 and 1.73x at 2048 (docs/benchmarks.md).
+// place (no heads split or merged); longer ones through flash attention over their own rows, whose register tiles
+// win once the query rows are many (the whole prefill of a 75 M Llama: 0.95-0.99x flash's time up to 64 tokens,
+// 1.06x at 128, 1.73x at 2048; docs/benchmarks.md, "A short prefill attends through the decode kernel").
 struct HostDecodeAttention {
   static constexpr int team_size = 1;
   static constexpr int vector_length = 1;
