@@ -22,7 +22,7 @@ struct DecodeModel {
 };
 
 // A model for a speed run: each parameter spread as the seeded constructor draws it (weights uniform with its standard
-// deviation, 0.02 or the residual projections' 0.02 / sqrt(2 n_layer); norms 1, biases 0), filled on the device by
+// deviation, Decoder::init_std; norms 1, biases 0), filled on the device by
 // random_tensor. The seeded constructor's Box-Muller draws, one after another, took ~90 s of a 1.1 B-parameter
 // model's setup; a step's time does not depend on the values.
 std::shared_ptr<nn::Decoder> speed_model(const nn::DecoderConfig& c) {
@@ -33,8 +33,7 @@ std::shared_ptr<nn::Decoder> speed_model(const nn::DecoderConfig& c) {
       return ag::Var::from_vector(p.shape, std::vector<float>(static_cast<std::size_t>(element_count(p.shape)),
                                                               p.init == Info::Init::one ? 1.0f : 0.0f),
                                   ag::Device::device, /*requires_grad=*/true);
-    const double std = p.init == Info::Init::residual ? 0.02 / std::sqrt(2.0 * c.n_layer) : 0.02;
-    const auto half_width = static_cast<float>(std * std::sqrt(3.0));
+    const auto half_width = static_cast<float>(nn::Decoder::init_std(c, p.init) * std::sqrt(3.0));
     return ag::Var::from_vector(p.shape, random_tensor(p.shape, ++seed, -half_width, half_width).to_vector(),
                                 ag::Device::device, /*requires_grad=*/true);
   });

@@ -116,12 +116,15 @@ std::vector<std::pair<std::string, Shape>> parameter_shapes(const DecoderConfig&
   return shapes;
 }
 
+double Decoder::init_std(const DecoderConfig& config, ParameterInfo::Init init) {
+  return init == Init::residual ? 0.02 / std::sqrt(2.0 * config.n_layer) : 0.02;
+}
+
 Decoder::Decoder(const DecoderConfig& config, ag::Device device, std::uint64_t seed)
-    : Decoder(config, device, [normal = Normal(seed), residual_std = 0.02 / std::sqrt(2.0 * config.n_layer),
-                               device](const ParameterInfo& p) mutable {
+    : Decoder(config, device, [normal = Normal(seed), config, device](const ParameterInfo& p) mutable {
         std::vector<float> values(static_cast<std::size_t>(element_count(p.shape)), p.init == Init::one ? 1.0f : 0.0f);
         if (p.init == Init::normal || p.init == Init::residual) {
-          const double std = p.init == Init::residual ? residual_std : 0.02;
+          const double std = init_std(config, p.init);
           for (auto& x : values) x = static_cast<float>(std * normal.next());
         }
         return ag::Var::from_vector(p.shape, values, device, /*requires_grad=*/true);

@@ -119,6 +119,8 @@ class Decoder {
     bool linear_weight;  // a linear layer's weight or an untied head: what store_weights_as stores as a reduced type
     enum class Init { normal, residual, one, zero } init;  // how the seed constructor draws it
   };
+  // The standard deviation of the seed constructor's normal draws: 0.02; a residual projection's 0.02 / sqrt(2 L).
+  static double init_std(const DecoderConfig& config, ParameterInfo::Init init);
   using ParameterMaker = std::function<ag::Var(const ParameterInfo&)>;
   Decoder(const DecoderConfig& config, ag::Device device, const ParameterMaker& make);
 
