@@ -57,7 +57,7 @@ TEST(MixedPrecision, LinearMultipliesRoundedOperands) {
 }
 
 TEST(MixedPrecision, AutocastRefusesQuantizedTypes) {
-  EXPECT_THROW(ag::Autocast(DType::q8_0), Error);
+  EXPECT_THROW(ag::Autocast{DType::q8_0}, Error);  // braces: clang (hipcc) reads the parentheses as a declaration
 }
 
 TEST(MixedPrecision, LossScaleHalvesOnOverflowAndGrowsAfterGoodSteps) {
