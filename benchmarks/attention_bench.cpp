@@ -34,6 +34,30 @@ namespace ptk::bench {
 
 namespace {
 
+// A [B·H, T, D] tensor (B = 1 here) as the attention kernels' [1, B·H, T, D] heads.
+template <class E>
+kernels::HeadsOf<Space, E> heads(const Tensor<Space, E>& t) {
+  return kernels::heads_of(Tensor4Of<Space, E>(t.data(), 1, t.dim(0), t.dim(1), t.dim(2)));
+}
+
+// The heads as a model holds them ("ptk_rows"): q, k and v the H heads of D at columns 0, H·D and 2·H·D of one
+// [1, T, 3·H·D] projection (GPT-2's qkv), the output (and dO) a [1, T, H·D] tensor, read and written in place.
+struct RowsLayout {
+  Tensor<Space> qkv, y;
+  int T, H, D;
+  kernels::Heads<Space> at(const Tensor<Space>& rows, int part) const {
+    return kernels::heads_of<Space>(rows.data(), 1, T, static_cast<int>(rows.dim(2)), part * H * D, H, D);
+  }
+  kernels::Heads<Space> q() const { return at(qkv, 0); }
+  kernels::Heads<Space> k() const { return at(qkv, 1); }
+  kernels::Heads<Space> v() const { return at(qkv, 2); }
+  kernels::Heads<Space> out() const { return at(y, 0); }
+};
+RowsLayout rows_layout(std::int64_t T, std::int64_t H, std::int64_t D) {
+  return {random_tensor({1, T, 3 * H * D}, 9), Tensor<Space>({1, T, H * D}), static_cast<int>(T), static_cast<int>(H),
+          static_cast<int>(D)};
+}
+
 struct HostAttention {
   std::int64_t heads, T, D;
   std::vector<float> q, k, v, att, out;
@@ -172,16 +196,23 @@ void register_attention_backward(std::int64_t T, bool causal) {
                dout = random({B * H, T, D}, 12);
     const Tensor<Space, E> out({B * H, T, D}), dq({B * H, T, D}), dk({B * H, T, D}), dv({B * H, T, D});
     const Tensor<Space> lse({B * H, T});
-    kernels::attention_forward<Space>(out.batched_matrices(), lse.rows(), q.batched_matrices(), k.batched_matrices(),
-                                      v.batched_matrices(), scale, causal);
+    kernels::attention_forward<Space>(heads(out), lse.rows(), heads(q), heads(k), heads(v), scale, causal);
     return std::function<void()>([=] {
-      kernels::attention_backward<Space>(dq.batched_matrices(), dk.batched_matrices(), dv.batched_matrices(),
-                                         dout.batched_matrices(), q.batched_matrices(), k.batched_matrices(),
-                                         v.batched_matrices(), out.batched_matrices(), lse.rows(), scale, causal);
+      kernels::attention_backward<Space>(heads(dq), heads(dk), heads(dv), heads(dout), heads(q), heads(k), heads(v),
+                                         heads(out), lse.rows(), scale, causal);
     });
   };
   add("attention_backward", "ptk", shape, Rate::gflops, flops, [=] { return fused(TypeTag<float>{}); });
   add("attention_backward", "ptk_bf16", shape, Rate::gflops, flops, [=] { return fused(TypeTag<bf16>{}); });
+  add("attention_backward", "ptk_rows", shape, Rate::gflops, flops, [=] {
+    const RowsLayout x = rows_layout(T, H, D);
+    const Tensor<Space> lse({B * H, T}), dy = random_tensor({1, T, H * D}, 12), dqkv({1, T, 3 * H * D});
+    kernels::attention_forward<Space>(x.out(), lse.rows(), x.q(), x.k(), x.v(), scale, causal);
+    return std::function<void()>([=] {
+      kernels::attention_backward<Space>(x.at(dqkv, 0), x.at(dqkv, 1), x.at(dqkv, 2), x.at(dy, 0), x.q(), x.k(), x.v(),
+                                         x.out(), lse.rows(), scale, causal);
+    });
+  });
   add("attention_backward", "ptk_composed", shape, Rate::gflops, flops, [=] {
     const auto q = random_tensor({B * H, T, D}, 9), k = random_tensor({B * H, T, D}, 10),
                v = random_tensor({B * H, T, D}, 11), dout = random_tensor({B * H, T, D}, 12);
@@ -222,9 +253,14 @@ void register_attention() {
                    v = random_tensor({B * H, T, D}, 11);
         const Tensor<Space> out({B * H, T, D}), lse({B * H, T});
         return std::function<void()>([=] {
-          kernels::attention_forward<Space>(out.batched_matrices(), lse.rows(),
-                                            q.batched_matrices(), k.batched_matrices(), v.batched_matrices(), scale,
-                                            causal);
+          kernels::attention_forward<Space>(heads(out), lse.rows(), heads(q), heads(k), heads(v), scale, causal);
+        });
+      });
+      add("attention", "ptk_rows", shape, Rate::gflops, flops, [=] {
+        const RowsLayout x = rows_layout(T, H, D);
+        const Tensor<Space> lse({B * H, T});
+        return std::function<void()>([=] {
+          kernels::attention_forward<Space>(x.out(), lse.rows(), x.q(), x.k(), x.v(), scale, causal);
         });
       });
       add("attention", "ptk_bf16", shape, Rate::gflops, flops, [=] {
@@ -233,8 +269,7 @@ void register_attention() {
         const Tensor<Space, bf16> out({B * H, T, D});
         const Tensor<Space> lse({B * H, T});
         return std::function<void()>([=] {
-          kernels::attention_forward<Space>(out.batched_matrices(), lse.rows(), q.batched_matrices(),
-                                            k.batched_matrices(), v.batched_matrices(), scale, causal);
+          kernels::attention_forward<Space>(heads(out), lse.rows(), heads(q), heads(k), heads(v), scale, causal);
         });
       });
       add("attention", "ptk_composed", shape, Rate::gflops, flops, [=] {

@@ -58,58 +58,33 @@ TEST_P(AddParity, ForwardAndBackward) {
 }
 INSTANTIATE_TEST_SUITE_P(Sweep, AddParity, ::testing::ValuesIn(kCases), [](const auto& info) { return name(info.param); });
 
-// qkv rows [B, T, 3C] -> q, k, v heads [B, H, T, D] -> rows again: a pure permutation, exact both ways.
-TEST(Heads, SplitAndMergeArePermutations) {
+// The heads of rows [B, T, W] from a column (a fused qkv's q, k or v), as the attention kernels read and write them:
+// heads_of(...)(b, h, t, d) is rows[b, t, offset + h·D + d]; a copy into the view writes those columns, no others.
+TEST(Heads, ViewsOfRowsAddressTheirColumns) {
   for_each_space([&](auto space) {
     using Space = typename decltype(space)::type;
-    using Tune = typename decltype(space)::tune;
-    const std::int64_t B = 3, T = 5, H = 3, D = 7, C = H * D;
-    const auto rows = uniform(B * T * 3 * C, -1, 1, "heads");
-    const auto Rows = Tensor<Space>::from_host({B, T, 3 * C}, rows);
-    const Tensor3<Space> r(Rows.data(), B, T, 3 * C);
-    Tensor<Space> back({B, T, 3 * C});
-    const Tensor3<Space> rb(back.data(), B, T, 3 * C);
-    for (int part = 0; part < 3; ++part) {
-      Tensor<Space> heads({B, H, T, D});
-      const Tensor4<Space> h(heads.data(), B, H, T, D);
-      kernels::split_heads<Space>(h, r, static_cast<int>(part * C));
-      const auto got = heads.to_vector();
-      for (std::int64_t b = 0; b < B; ++b)
-        for (std::int64_t hh = 0; hh < H; ++hh)
-          for (std::int64_t t = 0; t < T; ++t)
-            for (std::int64_t d = 0; d < D; ++d)
-              ASSERT_EQ(got[static_cast<std::size_t>(((b * H + hh) * T + t) * D + d)],
-                        rows[static_cast<std::size_t>((b * T + t) * 3 * C + part * C + hh * D + d)])
-                  << Space::name() << " part " << part << " at [" << b << "," << hh << "," << t << "," << d << "]";
-      kernels::merge_heads<Space>(rb, h, static_cast<int>(part * C), part > 0);
-    }
-    EXPECT_EQ(back.to_vector(), rows) << Space::name();
-  });
-}
-
-// A split at position t0 writes heads positions t0 .. t0 + T - 1 of a longer tensor (a KV cache) and nothing else.
-TEST(Heads, SplitAtAPositionWritesOnlyThosePositions) {
-  for_each_space([&](auto space) {
-    using Space = typename decltype(space)::type;
-    const std::int64_t B = 2, T = 3, Tmax = 9, H = 2, D = 5, W = 4 * H * D, offset = 7;
-    const auto rows = uniform(B * T * W, -1, 1, "split-pos-rows"), old = uniform(B * H * Tmax * D, -1, 1, "split-pos-old");
-    for (const std::int64_t t0 : {0, 4, 6}) {
+    const int B = 3, T = 5, H = 3, D = 7, W = 3 * H * D + 2;
+    const auto rows = uniform(static_cast<std::size_t>(B * T * W), -1, 1, "heads");
+    const auto values = uniform(static_cast<std::size_t>(B * H * T * D), -1, 1, "heads-values");
+    for (const int offset : {0, H * D, 2 * H * D + 2}) {
       const auto Rows = Tensor<Space>::from_host({B, T, W}, rows);
-      const auto Heads = Tensor<Space>::from_host({B, H, Tmax, D}, old);
-      kernels::split_heads<Space>(Tensor4<Space>(Heads.data(), B, H, Tmax, D), Tensor3<Space>(Rows.data(), B, T, W),
-                                  static_cast<int>(offset), static_cast<int>(t0));
-      const auto got = Heads.to_vector();
-      for (std::int64_t b = 0; b < B; ++b)
-        for (std::int64_t h = 0; h < H; ++h)
-          for (std::int64_t t = 0; t < Tmax; ++t)
-            for (std::int64_t d = 0; d < D; ++d) {
-              const auto at = static_cast<std::size_t>(((b * H + h) * Tmax + t) * D + d);
-              const bool written = t >= t0 && t < t0 + T;
-              const float want =
-                  written ? rows[static_cast<std::size_t>((b * T + t - t0) * W + offset + h * D + d)] : old[at];
-              ASSERT_EQ(got[at], want) << Space::name() << " t0 " << t0 << " at [" << b << "," << h << "," << t << ","
-                                       << d << "]";
-            }
+      const auto heads = kernels::heads_of<Space>(Rows.data(), B, T, W, offset, H, D);
+      const Tensor<Space> read({B, H, T, D});
+      Kokkos::deep_copy(Tensor4<Space>(read.data(), B, H, T, D), heads);
+      const auto Values = Tensor<Space>::from_host({B, H, T, D}, values);
+      Kokkos::deep_copy(heads, Tensor4<Space>(Values.data(), B, H, T, D));
+      const auto got = read.to_vector(), written = Rows.to_vector();
+      for (int b = 0; b < B; ++b)
+        for (int t = 0; t < T; ++t)
+          for (int c = 0; c < W; ++c) {
+            const auto at = static_cast<std::size_t>((b * T + t) * W + c);
+            const int h = (c - offset) / D, d = (c - offset) % D;
+            const bool head = c >= offset && c < offset + H * D;
+            const auto in_heads = static_cast<std::size_t>(((b * H + h) * T + t) * D + d);
+            if (head) ASSERT_EQ(got[in_heads], rows[at]) << Space::name() << " offset " << offset << " read";
+            ASSERT_EQ(written[at], head ? values[in_heads] : rows[at])
+                << Space::name() << " offset " << offset << " written at [" << b << "," << t << "," << c << "]";
+          }
     }
   });
 }

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "parity.hpp"
+#include "ptk/autograd/storage.hpp"
 #include "ptk/kernels/matmul_decode.hpp"
 #include "ptk/nn/inference.hpp"
 #include "ptk/ops/convert.hpp"
@@ -216,6 +217,26 @@ void check_kv_cache_type() {
 
 TEST(Inference, Bf16KvCacheIsReadAsBf16) { check_kv_cache_type<bf16>(); }
 TEST(Inference, F16KvCacheIsReadAsF16) { check_kv_cache_type<f16>(); }
+
+// A prompt longer than the tuning's prefill_rows takes flash attention (autograd/inference.cpp): over the keys and
+// values in an f32 cache (checked against the oracle by the tests above, prefill block − 1), and from k's and v's
+// rows where the cache is 16-bit, so that the prompt attends unrounded keys as with an f32 cache: the same logits,
+// bit for bit (the same kernel over the same values).
+TEST(Inference, LongPrefillOverA16BitCacheReadsTheRows) {
+  const int P = 1 + ag::on_compute(kHost, [](auto tag) { return decltype(tag)::tune::decode_attention::prefill_rows; });
+  nn::DecoderConfig c{2, 4, 64, P + 1, 29};
+  c.arch = nn::Arch::llama;
+  c.n_kv_head = 2;
+  nn::Decoder model(c, kHost, 15);
+  randomize(model);
+  const auto prompt = random_tokens(static_cast<std::size_t>(2 * P), c.vocab_size, 9);
+  nn::KvCache f32 = nn::make_kv_cache(model, 2, P + 1);
+  const auto want = nn::forward_cached(model, f32, prompt, P, /*all_positions=*/true).values();
+  for (const DType t : {DType::bf16, DType::f16}) {
+    nn::KvCache cache = nn::make_kv_cache(model, 2, P + 1, t);
+    EXPECT_EQ(nn::forward_cached(model, cache, prompt, P, /*all_positions=*/true).values(), want) << dtype_name(t);
+  }
+}
 
 // A width that is not whole blocks of 32 cannot be stored as q8_0 or q4_0: the first weight's conversion refuses
 // in one line (ptk generate exits 2 with it).

@@ -12,6 +12,7 @@
 
 #include "kokkos_events.hpp"
 #include "parity.hpp"
+#include "ptk/autograd/storage.hpp"
 #include "ptk/nn/inference.hpp"
 
 namespace ptk::test {
@@ -20,9 +21,9 @@ namespace {
 // Today's counts (host and GPU tunings alike; docs/design.md, "Launches of a layer"). Prefill of 16 tokens, 12: 2
 // rmsnorm, 7 matmul (16 f32 rows: the GEMM each), rope_kv_append (q and k rotated, k and v into the cache),
 // decode_attention (a prompt of at most the tuning's prefill_rows: q and the cache read in place, the output written
-// in place; one key chunk, no merge), swiglu; a longer prompt takes flash attention over its rows, with 3 split_heads
-// and a merge_heads more. Decode, 9: 2 rmsnorm, 4 matmul_decode (q, k and v in one launch, o, gate and up in one,
-// down), rope_kv_append, decode_attention, swiglu.
+// in place; one key chunk, no merge), swiglu; a longer prompt takes attention_forward (flash attention) in its place,
+// the q, k and v rows read and the output's written in place, so it launches as many. Decode, 9: 2 rmsnorm, 4
+// matmul_decode (q, k and v in one launch, o, gate and up in one, down), rope_kv_append, decode_attention, swiglu.
 constexpr int kPrefillLaunchesPerLayer = 12, kDecodeLaunchesPerLayer = 9;
 
 // The launches of a prefill of `prompt` tokens and of the decode step after it, for an L-layer Llama.
@@ -31,7 +32,7 @@ struct Counts {
 };
 
 Counts count(int layers, int prompt) {
-  nn::DecoderConfig config{layers, 4, 64, 64, 23};
+  nn::DecoderConfig config{layers, 4, 64, prompt + 1 > 64 ? prompt + 1 : 64, 23};
   config.arch = nn::Arch::llama;
   config.n_kv_head = 2;
   const nn::Decoder model(config, ag::Device::host, 5);
@@ -80,10 +81,19 @@ TEST(Launches, PerLlamaLayerInPrefillAndDecode) {
   const Counts one = count(1, 16), two = count(2, 16);
   const auto prefill = difference(two.prefill.launches, one.prefill.launches, true);
   const auto decode = difference(two.decode.launches, one.decode.launches, true);
+  // A prompt longer than the tuning's prefill_rows takes flash attention (autograd/inference.cpp).
+  const int long_prompt = 1 + ag::on_compute(ag::Device::host, [](auto tag) {
+                            return decltype(tag)::tune::decode_attention::prefill_rows;
+                          });
+  const auto long_prefill =
+      difference(count(2, long_prompt).prefill.launches, count(1, long_prompt).prefill.launches, true);
   std::cout << "[ launches ] a Llama layer's prefill of 16 tokens: " << Events::total(prefill) << Events::list(prefill)
-            << "\n[ launches ] its decode step: " << Events::total(decode) << Events::list(decode)
-            << "\n[ launches ] the whole 2-layer model: prefill " << Events::total(two.prefill.launches) << ", decode "
-            << Events::total(two.decode.launches) << "\n";
+            << "\n[ launches ] of " << long_prompt << " tokens: " << Events::total(long_prefill)
+            << Events::list(long_prefill) << "\n[ launches ] its decode step: " << Events::total(decode)
+            << Events::list(decode) << "\n[ launches ] the whole 2-layer model: prefill "
+            << Events::total(two.prefill.launches) << ", decode " << Events::total(two.decode.launches) << "\n";
+  EXPECT_EQ(long_prefill.count("ptk::attention_forward"), 1u) << Events::list(long_prefill);
+  EXPECT_LE(Events::total(long_prefill), kPrefillLaunchesPerLayer) << Events::list(long_prefill);
   EXPECT_GT(Events::total(one.prefill.launches), 0) << "the hooks saw no launch: not reporting?";
   for (const auto& [label, n] : prefill) EXPECT_GT(n, 0) << label << ": fewer launches with more layers";
   EXPECT_LE(Events::total(prefill), kPrefillLaunchesPerLayer) << Events::list(prefill);

@@ -25,6 +25,14 @@ void check_columns(const char* op, const char* name, HeadColumns x, int heads, i
           " heads of ", dim, " from column ", x.offset, " do not fit ", name, " rows ", s);
 }
 
+// The `count` heads of D from column `offset` of rows [B, T, W]: what the kernels read and write, in place (no split
+// or merge copies).
+template <class S>
+kernels::Heads<S> heads_in(const Tensor<S>& rows, int offset, int count, int D) {
+  return kernels::heads_of<S>(rows.data(), static_cast<int>(rows.dim(0)), static_cast<int>(rows.dim(1)),
+                              static_cast<int>(rows.dim(2)), offset, count, D);
+}
+
 }  // namespace
 
 Var causal_attention(HeadColumns q, HeadColumns k, HeadColumns v, const HeadLayout& layout) {
@@ -41,31 +49,25 @@ Var causal_attention(HeadColumns q, HeadColumns k, HeadColumns v, const HeadLayo
   return on_compute(device, [&](auto tag) {
     using S = typename decltype(tag)::type;
     using Tune = typename decltype(tag)::tune;
-    const auto as_rows = [](const Tensor<S>& t) { return Tensor3<S>(t.data(), t.dim(0), t.dim(1), t.dim(2)); };
-    const auto as_heads = [](const Tensor<S>& t) { return Tensor4<S>(t.data(), t.dim(0), t.dim(1), t.dim(2), t.dim(3)); };
-    const auto split = [&](HeadColumns x, std::int64_t heads, const char* label) {
-      auto t = Tensor<S>::uninitialized({B, heads, T, D}, label);
-      kernels::split_heads<S>(as_heads(t), as_rows(data_of<S>(x.rows)), x.offset);
-      return t;
-    };
-    const Tensor<S> qh = split(q, H, "ptk::q"), kh = split(k, Hkv, "ptk::k"), vh = split(v, Hkv, "ptk::v");
-    auto r = ops::attention<S, Tune>(qh, kh, vh, std::nullopt, /*causal=*/true);
     auto y = Tensor<S>::uninitialized({B, T, static_cast<std::int64_t>(H) * D}, "ptk::attention_rows");
-    kernels::merge_heads<S>(as_rows(y), as_heads(r.out), 0, false);
-    const int offsets[3] = {q.offset, k.offset, v.offset};
+    auto lse = Tensor<S>::uninitialized({B, H, T}, "ptk::attention_lse");
+    ops::detail::attention_heads<S, Tune>(heads_in(y, 0, H, D), lse, heads_in(data_of<S>(q.rows), q.offset, H, D),
+                                          heads_in(data_of<S>(k.rows), k.offset, Hkv, D),
+                                          heads_in(data_of<S>(v.rows), v.offset, Hkv, D), std::nullopt, true);
+    const int offsets[3] = {q.offset, k.offset, v.offset}, counts[3] = {H, Hkv, Hkv};
     return result<S>(op, y, device, {q.rows, k.rows, v.rows},
-                     [in = std::array{q.rows.shared(), k.rows.shared(), v.rows.shared()}, offsets, qh, kh, vh,
-                      o = r.out, lse = r.lse, as_rows, as_heads](VarImpl& out) {
-                       auto dout = Tensor<S>::uninitialized(o.shape(), "ptk::attention_dout");
-                       kernels::split_heads<S>(as_heads(dout), as_rows(out_grad<S>(out)), 0);
-                       const Tensor<S>* like[3] = {&qh, &kh, &vh};
-                       Tensor<S> d[3];
-                       for (int i = 0; i < 3; ++i)
-                         if (in[i]->requires_grad) d[i] = Tensor<S>(like[i]->shape(), "ptk::attention_grad");
-                       ops::attention_backward<S, Tune>(d[0], d[1], d[2], dout, qh, kh, vh, o, lse, std::nullopt, true);
-                       // Into each input's columns (q, k and v may be one tensor: each adds its own columns).
-                       for (int i = 0; i < 3; ++i)
-                         if (d[i].defined()) kernels::merge_heads<S>(as_rows(grad_of<S>(*in[i])), as_heads(d[i]), offsets[i], true);
+                     [in = std::array{q.rows.shared(), k.rows.shared(), v.rows.shared()}, offsets, counts, D, y,
+                      lse](VarImpl& out) {
+                       // Each input's gradient adds into its own columns (q, k and v may be one tensor).
+                       kernels::Heads<S> d[3], x[3];
+                       for (int i = 0; i < 3; ++i) {
+                         x[i] = heads_in(in[i]->data.template get<S>(), offsets[i], counts[i], D);
+                         if (in[i]->requires_grad) d[i] = heads_in(grad_of<S>(*in[i]), offsets[i], counts[i], D);
+                       }
+                       ops::detail::attention_backward_heads<S, Tune>(d[0], d[1], d[2],
+                                                                      heads_in(out_grad<S>(out), 0, counts[0], D),
+                                                                      x[0], x[1], x[2], heads_in(y, 0, counts[0], D),
+                                                                      lse, std::nullopt, true);
                      });
   });
 }

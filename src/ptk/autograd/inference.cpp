@@ -75,13 +75,17 @@ Var cached_attention(HeadColumns q, HeadColumns k, HeadColumns v, const HeadLayo
         ops::kv_cache_append(kc, vc, data_of<S>(k.rows), k.offset, data_of<S>(v.rows), v.offset, pos);
     });
   });
-  // A long prefill: nothing before the new tokens, so they attend only each other: flash attention on their own rows.
+  // A long prefill (more than the tuning's prefill_rows) has nothing before the new tokens: they attend only each
+  // other, through flash attention. With an f32 cache it reads the keys and values there, where each head's lie
+  // together (from the rows, a kv head's are a row of W columns apart: L2 set conflicts at 2048 tokens); with a 16-bit
+  // cache (not q's type) from k's rows, rotated in place by the append, and v's.
   const Device device = k_cache.device();
   const int prefill_rows = on_compute(device, [](auto tag) {
     return decltype(tag)::tune::decode_attention::prefill_rows;
   });
-  if (pos == 0 && Tn > prefill_rows) return causal_attention(q, k, v, layout);
-  // Decode, and a short prefill (tuning.hpp, prefill_rows): q read from its rows and the output written into y's rows
+  const bool flash = pos == 0 && Tn > prefill_rows;
+  if (flash && k_cache.dtype() != DType::f32) return causal_attention(q, k, v, layout);
+  // Decode, a short prefill and an f32 cache's long one: q read from its rows and the output written into y's rows
   // in place (strided heads), the keys and values from the cache.
   require(H > 0 && q.offset >= 0 && q.offset + H * D <= qs[2], op, ": ", H, " query heads of ", D, " from column ",
           q.offset, " do not fit q rows ", qs);
@@ -92,12 +96,19 @@ Var cached_attention(HeadColumns q, HeadColumns k, HeadColumns v, const HeadLayo
     const int b = static_cast<int>(B), tn = static_cast<int>(Tn), h = static_cast<int>(H), d = static_cast<int>(D);
     auto y = Tensor<S>::uninitialized({B, Tn, H * D}, "ptk::cached_attention");
     auto lse = Tensor<S>::uninitialized({B, H, Tn}, "ptk::decode_attention_lse");
-    with_caches<S>(k_cache, v_cache, [&](const auto& kc, const auto& vc) {
-      ops::detail::decode_attention_heads<S, Tune>(
-          kernels::heads_of<S>(y.data(), b, tn, h * d, 0, h, d), lse,
-          kernels::heads_of<S>(q_rows.data(), b, tn, static_cast<int>(q_rows.dim(2)), q.offset, h, d), kc, vc,
-          pos + Tn, std::nullopt, 0);
-    });
+    const auto y_heads = kernels::heads_of<S>(y.data(), b, tn, h * d, 0, h, d);
+    const auto q_heads = kernels::heads_of<S>(q_rows.data(), b, tn, static_cast<int>(q_rows.dim(2)), q.offset, h, d);
+    if (flash) {
+      const auto first = [tn](const Var& cache) {  // the cache's positions [0, Tn)
+        return Kokkos::subview(kernels::heads_of(ops::detail::as4(data_of<S>(cache))), Kokkos::ALL, Kokkos::ALL,
+                               std::make_pair(0, tn), Kokkos::ALL);
+      };
+      ops::detail::attention_heads<S, Tune>(y_heads, lse, q_heads, first(k_cache), first(v_cache), std::nullopt, true);
+    } else {
+      with_caches<S>(k_cache, v_cache, [&](const auto& kc, const auto& vc) {
+        ops::detail::decode_attention_heads<S, Tune>(y_heads, lse, q_heads, kc, vc, pos + Tn, std::nullopt, 0);
+      });
+    }
     return wrap<S>(y, device);
   });
 }

@@ -24,7 +24,7 @@ struct AttentionBackwardKV : AttentionBackwardBase<Space, Tune, E> {
   using Base::MR;
   using Base::NR;
 
-  Tensor3Of<Space, E> dk, dv;  // either may be empty (not wanted)
+  HeadsOf<Space, E> dk, dv;  // either may be empty (not wanted)
   int k_tiles;
 
   // The team's scratch, in order (scratch.hpp: sized and carved from this one list).
@@ -95,16 +95,16 @@ struct AttentionBackwardKV : AttentionBackwardBase<Space, Tune, E> {
       });
     }
     team.team_barrier();
-    if (dk.data() != nullptr)
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, kcount * D), [&](int e) {
-        const int j = e / D, d = e % D;
-        dk(kv_head, k0 + j, d) = round_to<E>(widen(dk(kv_head, k0 + j, d)) + dKs(j, d));
+    const auto add_into = [&](const HeadsOf<Space, E>& grad, const ScratchMatrix& sum) {
+      if (grad.data() == nullptr) return;
+      for_row_runs<Tune>(team, kcount, D, [&](int j, int d0, int d1) {
+        E* g = head_row(grad, kv_head, k0 + j);
+        const float* s = &sum(j, 0);
+        for (int d = d0; d < d1; ++d) g[d] = round_to<E>(widen(g[d]) + s[d]);
       });
-    if (dv.data() != nullptr)
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, kcount * D), [&](int e) {
-        const int j = e / D, d = e % D;
-        dv(kv_head, k0 + j, d) = round_to<E>(widen(dv(kv_head, k0 + j, d)) + dVs(j, d));
-      });
+    };
+    add_into(dk, dKs);
+    add_into(dv, dVs);
   }
 };
 
@@ -126,7 +126,7 @@ struct AttentionBackwardQ : AttentionBackwardBase<Space, Tune, E> {
   using Base::NR;
   static_assert(BQ % NR == 0 && BK % MR == 0, "attention backward tiles: micro tiles must divide them");
 
-  Tensor3Of<Space, E> dq;
+  HeadsOf<Space, E> dq;
   int q_tiles;
 
   // The team's scratch, in order (scratch.hpp: sized and carved from this one list).
@@ -161,8 +161,8 @@ struct AttentionBackwardQ : AttentionBackwardBase<Space, Tune, E> {
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, BQ), [&](int i) {
       const float l = i < qcount ? this->lse(head, q0 + i) : -__builtin_huge_valf();
       const int n = l == -__builtin_huge_valf() ? 0 : D;
-      const E* qg = n ? &this->q(head, q0 + i, 0) : nullptr;
-      const E* gg = n ? &this->dout(head, q0 + i, 0) : nullptr;
+      const E* qg = n ? head_row(this->q, head, q0 + i) : nullptr;
+      const E* gg = n ? head_row(this->dout, head, q0 + i) : nullptr;
       float* qt = &Qt(0, i);
       float* gt = &dOt(0, i);
       for (int d = 0; d < n; ++d) qt[d * BQ] = this->scale * widen(qg[d]);
@@ -182,8 +182,8 @@ struct AttentionBackwardQ : AttentionBackwardBase<Space, Tune, E> {
         float* ks = &Ks(j, 0);
         float* vs = &Vs(j, 0);
         const int n = j < kcount ? D : 0;
-        const E* kg = n ? &this->k(head / this->group, k0 + j, 0) : nullptr;
-        const E* vg = n ? &this->v(head / this->group, k0 + j, 0) : nullptr;
+        const E* kg = n ? head_row(this->k, head / this->group, k0 + j) : nullptr;
+        const E* vg = n ? head_row(this->v, head / this->group, k0 + j) : nullptr;
         for (int d = 0; d < n; ++d) ks[d] = widen(kg[d]);
         for (int d = n; d < Dp; ++d) ks[d] = 0.0f;
         for (int d = 0; d < n; ++d) vs[d] = widen(vg[d]);
@@ -255,24 +255,26 @@ struct AttentionBackwardQ : AttentionBackwardBase<Space, Tune, E> {
     }
     team.team_barrier();
     const float scale = this->scale;
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, qcount * D), [&](int e) {
-      const int i = e / D, d = e % D;
-      dq(head, q0 + i, d) = round_to<E>(widen(dq(head, q0 + i, d)) + scale * dQs(i, d));
+    for_row_runs<Tune>(team, qcount, D, [&](int i, int d0, int d1) {
+      E* g = head_row(dq, head, q0 + i);
+      const float* s = &dQs(i, 0);
+      for (int d = d0; d < d1; ++d) g[d] = round_to<E>(widen(g[d]) + scale * s[d]);
     });
   }
 };
 
-// dq [BH,T,D], dk and dv [BH/G,S,D] += the gradients of attention_forward(out, lse, q, k, v, scale, causal) for the
+// dq [B,H,T,D], dk and dv [B,H/G,S,D] (heads views, heads.hpp: a gradient's rows in place) += the gradients of attention_forward(out, lse, q, k, v, scale, causal) for the
 // upstream gradient dout, from the forward's out and lse. Any of dq, dk, dv may be an empty View (not
 // wanted). Memory: the three kernels' team scratch plus one float per query row (Drow).
 template <class Space, class Tune = Tuning<Space>, class E = float>
-void attention_backward(const Tensor3Of<Space, E>& dq, const Tensor3Of<Space, E>& dk, const Tensor3Of<Space, E>& dv,
-                        const Same<ConstTensor3Of<Space, E>>& dout, const Same<ConstTensor3Of<Space, E>>& q,
-                        const Same<ConstTensor3Of<Space, E>>& k, const Same<ConstTensor3Of<Space, E>>& v,
-                        const Same<ConstTensor3Of<Space, E>>& out, const ConstMatrix<Space>& lse, float scale,
+void attention_backward(const HeadsOf<Space, E>& dq, const HeadsOf<Space, E>& dk, const HeadsOf<Space, E>& dv,
+                        const Same<ConstHeadsOf<Space, E>>& dout, const Same<ConstHeadsOf<Space, E>>& q,
+                        const Same<ConstHeadsOf<Space, E>>& k, const Same<ConstHeadsOf<Space, E>>& v,
+                        const Same<ConstHeadsOf<Space, E>>& out, const ConstMatrix<Space>& lse, float scale,
                         bool causal) {
-  const int heads = static_cast<int>(q.extent(0)), T = static_cast<int>(q.extent(1));
-  const int kv_heads = static_cast<int>(k.extent(0)), S = static_cast<int>(k.extent(1)), D = static_cast<int>(q.extent(2));
+  const int heads = static_cast<int>(q.extent(0) * q.extent(1)), T = static_cast<int>(q.extent(2));
+  const int kv_heads = static_cast<int>(k.extent(0) * k.extent(1)), S = static_cast<int>(k.extent(2));
+  const int D = static_cast<int>(q.extent(3));
   if (heads == 0 || T == 0 || S == 0 || D == 0) return;
   const int group = heads / kv_heads;
   const bool want_q = dq.data() != nullptr, want_kv = dk.data() != nullptr || dv.data() != nullptr;
@@ -324,7 +326,7 @@ void attention_backward(const Tensor3Of<Space, E>& dq, const Tensor3Of<Space, E>
 // Explicit instantiations (instances.hpp): compiled once, in src/ptk/kernels/inst/, for every space and tuning the
 // build has; declared extern here so that no other translation unit compiles these kernels again.
 #define PTK_ATTENTION_BACKWARD_ELEMENT_INSTANCE(EXT, Space, Tune, E) \
-  EXT template void attention_backward<Space, Tune, E>(const Tensor3Of<Space, E>& dq, const Tensor3Of<Space, E>& dk, const Tensor3Of<Space, E>& dv, const Same<ConstTensor3Of<Space, E>>& dout, const Same<ConstTensor3Of<Space, E>>& q, const Same<ConstTensor3Of<Space, E>>& k, const Same<ConstTensor3Of<Space, E>>& v, const Same<ConstTensor3Of<Space, E>>& out, const ConstMatrix<Space>& lse, float scale, bool causal);
+  EXT template void attention_backward<Space, Tune, E>(const HeadsOf<Space, E>& dq, const HeadsOf<Space, E>& dk, const HeadsOf<Space, E>& dv, const Same<ConstHeadsOf<Space, E>>& dout, const Same<ConstHeadsOf<Space, E>>& q, const Same<ConstHeadsOf<Space, E>>& k, const Same<ConstHeadsOf<Space, E>>& v, const Same<ConstHeadsOf<Space, E>>& out, const ConstMatrix<Space>& lse, float scale, bool causal);
 #define PTK_ATTENTION_BACKWARD_TUNED_INSTANCES(EXT, Space, Tune)           \
   PTK_ATTENTION_BACKWARD_ELEMENT_INSTANCE(EXT, Space, Tune, float)       \
   PTK_ATTENTION_BACKWARD_ELEMENT_INSTANCE(EXT, Space, Tune, ::ptk::bf16) \

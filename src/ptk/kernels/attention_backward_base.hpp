@@ -7,6 +7,7 @@
 #include "ptk/core/tensor.hpp"
 #include "ptk/kernels/detail/fast_exp.hpp"
 #include "ptk/kernels/detail/scratch.hpp"
+#include "ptk/kernels/heads.hpp"
 #include "ptk/kernels/tuning.hpp"
 
 namespace ptk::kernels {
@@ -41,14 +42,14 @@ KOKKOS_INLINE_FUNCTION void micro_product(float (&acc)[MR][NR], const float* a, 
 template <class Space, class Tune = Tuning<Space>, class E = float>
 struct AttentionBackwardRows {
   Matrix<Space> drow;
-  ConstTensor3Of<Space, E> dout, out;
+  ConstHeadsOf<Space, E> dout, out;
   ConstMatrix<Space> lse;
   int T, D;
   KOKKOS_INLINE_FUNCTION void operator()(const int e) const {
     const int h = e / T, t = e % T;
     float sum = 0.0f;
-    const E* g = &dout(h, t, 0);
-    const E* o = &out(h, t, 0);
+    const E* g = head_row(dout, h, t);
+    const E* o = head_row(out, h, t);
     for (int d = 0; d < D; ++d) sum += widen(g[d]) * widen(o[d]);
     drow(h, t) = lse(h, t) == -__builtin_huge_valf() ? 0.0f : sum;
   }
@@ -74,7 +75,7 @@ struct AttentionBackwardBase {
   using ScratchMatrix = ScratchMatrixOf<Space>;
   using ScratchVector = ScratchVectorOf<Space>;
 
-  ConstTensor3Of<Space, E> dout, q, k, v;
+  ConstHeadsOf<Space, E> dout, q, k, v;
   ConstMatrix<Space> lse, drow;
   float scale;
   bool causal;
@@ -100,8 +101,8 @@ struct AttentionBackwardBase {
       const int n = l == -__builtin_huge_valf() ? 0 : D;
       float* qs = &Qs(i, 0);
       float* gs = &dOs(i, 0);
-      const E* qg = n ? &q(head, q0 + i, 0) : nullptr;
-      const E* gg = n ? &dout(head, q0 + i, 0) : nullptr;
+      const E* qg = n ? head_row(q, head, q0 + i) : nullptr;
+      const E* gg = n ? head_row(dout, head, q0 + i) : nullptr;
       for (int d = 0; d < n; ++d) qs[d] = scale * widen(qg[d]);
       for (int d = n; d < Dp; ++d) qs[d] = 0.0f;
       for (int d = 0; d < n; ++d) gs[d] = widen(gg[d]);
@@ -118,8 +119,8 @@ struct AttentionBackwardBase {
       float* kt = &Kt(0, j);
       float* vt = &Vt(0, j);
       const int n = j < kcount ? D : 0;
-      const E* kg = n ? &k(kv_head, k0 + j, 0) : nullptr;
-      const E* vg = n ? &v(kv_head, k0 + j, 0) : nullptr;
+      const E* kg = n ? head_row(k, kv_head, k0 + j) : nullptr;
+      const E* vg = n ? head_row(v, kv_head, k0 + j) : nullptr;
       for (int d = 0; d < n; ++d) kt[d * BK] = widen(kg[d]);
       for (int d = n; d < Dp; ++d) kt[d * BK] = 0.0f;
       for (int d = 0; d < n; ++d) vt[d * BK] = widen(vg[d]);

@@ -1,7 +1,8 @@
 #pragma once
-// attention_forward: out[BH,T,D] = softmax(scale · q kᵀ, causal) · v and lse[BH,T] = log Σ_j exp(scale · q·k_j)
-// over the attended keys, for q[BH,T,D], k and v [BH/G,S,D] (query head h reads kv head h/G: grouped-query
-// attention, G = 1 for plain multi-head); causal (needs T == S) lets query t see keys j <= t.
+// attention_forward: out[B,H,T,D] = softmax(scale · q kᵀ, causal) · v and lse[B·H,T] = log Σ_j exp(scale · q·k_j)
+// over the attended keys, for q[B,H,T,D], k and v [B,H/G,S,D] (query head h reads kv head h/G: grouped-query
+// attention, G = 1 for plain multi-head); causal (needs T == S) lets query t see keys j <= t. q, k, v and out are
+// heads views (heads.hpp): a projection's rows are read, and the output's rows written, in place.
 // E: the element type of q, k, v and out (f32, bf16, f16): widened as the tiles are copied, every sum and lse fp32,
 // out rounded once.
 #include <Kokkos_Core.hpp>
@@ -13,6 +14,7 @@
 #include "ptk/core/tensor.hpp"
 #include "ptk/kernels/detail/fast_exp.hpp"
 #include "ptk/kernels/detail/scratch.hpp"
+#include "ptk/kernels/heads.hpp"
 #include "ptk/kernels/tuning.hpp"
 
 namespace ptk::kernels {
@@ -35,9 +37,9 @@ struct AttentionForward {
   using ScratchMatrix = ScratchMatrixOf<Space>;
   using ScratchVector = ScratchVectorOf<Space>;
 
-  Tensor3Of<Space, E> out;
+  HeadsOf<Space, E> out;
   Matrix<Space> lse;
-  ConstTensor3Of<Space, E> q, k, v;
+  ConstHeadsOf<Space, E> q, k, v;
   float scale;
   bool causal;
   int T, S, D, Dp;  // Dp: D padded to a multiple of NR (zeros in scratch)
@@ -88,7 +90,7 @@ struct AttentionForward {
       float* qs = &Qs(i, 0);
       float* os = &Os(i, 0);
       const int n = i < qcount ? D : 0;
-      const E* qg = n ? &q(head, q0 + i, 0) : nullptr;
+      const E* qg = n ? head_row(q, head, q0 + i) : nullptr;
       for (int d = 0; d < n; ++d) qs[d] = scale * widen(qg[d]);
       for (int d = n; d < Dp; ++d) qs[d] = 0.0f;
       for (int d = 0; d < Dp; ++d) os[d] = 0.0f;
@@ -106,8 +108,8 @@ struct AttentionForward {
         float* kt = &Kt(0, j);
         float* vs = &Vs(j, 0);
         const int n = j < kcount ? D : 0;
-        const E* kg = n ? &k(head / group, k0 + j, 0) : nullptr;
-        const E* vg = n ? &v(head / group, k0 + j, 0) : nullptr;
+        const E* kg = n ? head_row(k, head / group, k0 + j) : nullptr;
+        const E* vg = n ? head_row(v, head / group, k0 + j) : nullptr;
         for (int d = 0; d < n; ++d) kt[d * BK] = widen(kg[d]);
         for (int d = n; d < Dp; ++d) kt[d * BK] = 0.0f;
         for (int d = 0; d < n; ++d) vs[d] = widen(vg[d]);
@@ -222,10 +224,11 @@ struct AttentionForward {
     team.team_barrier();
 
     // l == 0 only when every attended score is −inf (or none is attended): the row is 0, lse −inf.
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, qcount * D), [&](int e) {
-      const int i = e / D, d = e % D;
+    for_row_runs<Tune>(team, qcount, D, [&](int i, int d0, int d1) {
       const float inv = l(i) == 0.0f ? 0.0f : 1.0f / l(i);
-      out(head, q0 + i, d) = round_to<E>(Os(i, d) * inv);
+      E* o = head_row(out, head, q0 + i);
+      const float* os = &Os(i, 0);
+      for (int d = d0; d < d1; ++d) o[d] = round_to<E>(os[d] * inv);
     });
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, qcount), [&](int i) {
       const float shift = m(i) == -__builtin_huge_valf() ? 0.0f : m(i);
@@ -234,15 +237,15 @@ struct AttentionForward {
   }
 };
 
-// out[BH,T,D], lse[BH,T] from q[BH,T,D], k and v [BH/G,S,D] (the [B,H,·,·] and [B,H/G,·,·] buffers: head b·H + h
-// reads kv head (b·H + h)/G = b·H/G + h/G).
+// out[B,H,T,D], lse[B·H,T] from q[B,H,T,D], k and v [B,H/G,S,D] (flat head b·H + h reads kv head (b·H + h)/G =
+// b·H/G + h/G).
 template <class Space, class Tune = Tuning<Space>, class E = float>
-void attention_forward(const Tensor3Of<Space, E>& out, const Matrix<Space>& lse, const Same<ConstTensor3Of<Space, E>>& q,
-                       const Same<ConstTensor3Of<Space, E>>& k, const Same<ConstTensor3Of<Space, E>>& v, float scale,
+void attention_forward(const HeadsOf<Space, E>& out, const Matrix<Space>& lse, const Same<ConstHeadsOf<Space, E>>& q,
+                       const Same<ConstHeadsOf<Space, E>>& k, const Same<ConstHeadsOf<Space, E>>& v, float scale,
                        bool causal) {
   using Kernel = AttentionForward<Space, Tune, E>;
-  const int heads = static_cast<int>(q.extent(0)), T = static_cast<int>(q.extent(1));
-  const int S = static_cast<int>(k.extent(1)), D = static_cast<int>(q.extent(2));
+  const int heads = static_cast<int>(q.extent(0) * q.extent(1)), T = static_cast<int>(q.extent(2));
+  const int S = static_cast<int>(k.extent(2)), D = static_cast<int>(q.extent(3));
   using Tiles = typename Tune::attention;
   if constexpr (!std::is_same_v<Tiles, typename Tiles::wide>) {
     if (D > Tiles::level0_head_dim) return attention_forward<Space, WideHeads<Tune>, E>(out, lse, q, k, v, scale, causal);
@@ -254,7 +257,7 @@ void attention_forward(const Tensor3Of<Space, E>& out, const Matrix<Space>& lse,
   typename Kernel::Policy policy(heads * q_tiles, Tune::attention::team_size);
   Kokkos::parallel_for("ptk::attention_forward", policy.set_scratch_size(level, Kokkos::PerTeam(bytes)),
                        Kernel{out, lse, q, k, v, scale, causal, T, S, D, Dp, q_tiles, level,
-                              heads / static_cast<int>(k.extent(0))});
+                              static_cast<int>(q.extent(1) / k.extent(1))});
 }
 
 
@@ -263,7 +266,7 @@ void attention_forward(const Tensor3Of<Space, E>& out, const Matrix<Space>& lse,
 // Explicit instantiations (instances.hpp): compiled once, in src/ptk/kernels/inst/, for every space and tuning the
 // build has; declared extern here so that no other translation unit compiles these kernels again.
 #define PTK_ATTENTION_FORWARD_ELEMENT_INSTANCE(EXT, Space, Tune, E) \
-  EXT template void attention_forward<Space, Tune, E>(const Tensor3Of<Space, E>& out, const Matrix<Space>& lse, const Same<ConstTensor3Of<Space, E>>& q, const Same<ConstTensor3Of<Space, E>>& k, const Same<ConstTensor3Of<Space, E>>& v, float scale, bool causal);
+  EXT template void attention_forward<Space, Tune, E>(const HeadsOf<Space, E>& out, const Matrix<Space>& lse, const Same<ConstHeadsOf<Space, E>>& q, const Same<ConstHeadsOf<Space, E>>& k, const Same<ConstHeadsOf<Space, E>>& v, float scale, bool causal);
 #define PTK_ATTENTION_FORWARD_TUNED_INSTANCES(EXT, Space, Tune)           \
   PTK_ATTENTION_FORWARD_ELEMENT_INSTANCE(EXT, Space, Tune, float)       \
   PTK_ATTENTION_FORWARD_ELEMENT_INSTANCE(EXT, Space, Tune, ::ptk::bf16) \

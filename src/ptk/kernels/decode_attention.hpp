@@ -11,31 +11,10 @@
 #include "ptk/kernels/detail/fast_exp.hpp"
 #include "ptk/kernels/detail/load.hpp"
 #include "ptk/kernels/detail/scratch.hpp"
+#include "ptk/kernels/heads.hpp"
 #include "ptk/kernels/tuning.hpp"
 
 namespace ptk::kernels {
-
-// [B, H, T, D] heads with any strides: a contiguous tensor, or the heads of rows [B, T, W] in place (heads_of).
-template <class Space>
-using Heads = Kokkos::View<float****, Kokkos::LayoutStride, Space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
-template <class Space>
-using ConstHeads = Kokkos::View<const float****, Kokkos::LayoutStride, Space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
-
-// The H heads of D columns from column `offset` of rows [B, T, W], as [B, H, T, D] over the rows' storage.
-template <class Space>
-Heads<Space> heads_of(float* rows, int B, int T, int W, int offset, int H, int D) {
-  return Heads<Space>(rows + offset, Kokkos::LayoutStride(static_cast<std::size_t>(B), static_cast<std::size_t>(T) * W,
-                                                          static_cast<std::size_t>(H), static_cast<std::size_t>(D),
-                                                          static_cast<std::size_t>(T), static_cast<std::size_t>(W),
-                                                          static_cast<std::size_t>(D), 1));
-}
-
-// A contiguous [B, H, T, D] tensor as Heads.
-template <class Space>
-Heads<Space> heads_of(const Tensor4<Space>& t) {
-  const std::size_t B = t.extent(0), H = t.extent(1), T = t.extent(2), D = t.extent(3);
-  return Heads<Space>(t.data(), Kokkos::LayoutStride(B, H * T * D, H, T * D, T, D, D, 1));
-}
 
 // Flash-decoding. A few query rows against a long key range leave flash attention's query tiles
 // nearly empty, so the parallelism is taken from the keys instead: the range [0, L) is cut into

@@ -1,9 +1,10 @@
 #pragma once
-// split_heads: heads[b, h, t0 + t, d] = rows[b, t, offset + h·D + d]   for rows [B,T,W], heads [B,H,T',D], t < T,
-//              offset + H·D <= W, t0 + T <= T' (t0 > 0: new tokens' keys into a KV cache at their positions);
-//              heads of a one-value type E (f32, bf16, f16: a 16-bit KV cache) take the rows' values rounded to E;
-// merge_heads: rows[b, t, offset + h·D + d] (+)= heads[b, h, t, d]      (its inverse with t0 = 0; the backward adds);
-// split_kv:    split_heads of a layer's keys and of its values in one launch (a KV cache's append).
+// Heads: attention's operands as [B, H, T, D] views over the tensors that hold them (heads_of: a contiguous tensor,
+//   or the H heads of D columns from column `offset` of rows [B, T, W], read and written in place), and the loops
+//   over them that the attention kernels share (head_row, for_row_runs).
+// split_kv: a layer's new keys and values into a KV cache [B, Hkv, Tmax, D] at positions t0 … t0 + T − 1,
+//   k_heads[b, h, t0 + t, d] = k_rows[b, t, k_offset + h·D + d] (and v alike), rounded to the cache's type E (f32,
+//   bf16, f16) to nearest even.
 #include <Kokkos_Core.hpp>
 
 #include "ptk/core/dtype.hpp"
@@ -12,34 +13,50 @@
 
 namespace ptk::kernels {
 
-// One work item per (b, head, t) moves a contiguous run of D floats: no two items touch the same element. Only a
-// merge accumulates (kAccumulate: the backward adds into a gradient); a split always overwrites.
-template <class Space, bool kToHeads, bool kAccumulate, class E = float>
-struct HeadsCopy {
-  Tensor3<Space> rows;
-  Tensor4Of<Space, E> heads;
-  int offset, t0;
+// [B, H, T, D] heads of element type E with any strides but a contiguous last dimension: a contiguous tensor
+// (heads_of(t)), the heads of rows [B, T, W] in place (heads_of(rows, ...)), or a KV cache's first positions (a
+// subview). The attention kernels read and write their operands through these, so no split or merge copies them.
+template <class Space, class E = float>
+using HeadsOf = Kokkos::View<E****, Kokkos::LayoutStride, Space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+template <class Space, class E = float>
+using ConstHeadsOf = HeadsOf<Space, const E>;
+template <class Space>
+using Heads = HeadsOf<Space, float>;
+template <class Space>
+using ConstHeads = ConstHeadsOf<Space, float>;
 
-  KOKKOS_INLINE_FUNCTION void operator()(const int b, const int h, const int t) const {
-    const int D = static_cast<int>(heads.extent(3)), base = offset + h * D;
-    for (int d = 0; d < D; ++d) {
-      if constexpr (kToHeads) heads(b, h, t0 + t, d) = round_to<E>(rows(b, t, base + d));
-      else if constexpr (kAccumulate) rows(b, t, base + d) += heads(b, h, t, d);
-      else rows(b, t, base + d) = heads(b, h, t, d);
-    }
-  }
-};
-
-template <class Space, bool kToHeads, bool kAccumulate, class E = float>
-void heads_copy(const char* label, const Tensor3<Space>& rows, const Tensor4Of<Space, E>& heads, int offset, int t0) {
-  const auto policy = Kokkos::MDRangePolicy<Space, Kokkos::Rank<3>>(
-      {0, 0, 0}, {static_cast<long>(heads.extent(0)), static_cast<long>(heads.extent(1)), static_cast<long>(rows.extent(1))});
-  Kokkos::parallel_for(label, policy, HeadsCopy<Space, kToHeads, kAccumulate, E>{rows, heads, offset, t0});
+// The H heads of D columns from column `offset` of rows [B, T, W], as [B, H, T, D] over the rows' storage.
+template <class Space, class E>
+HeadsOf<Space, E> heads_of(E* rows, int B, int T, int W, int offset, int H, int D) {
+  using std::size_t;
+  return HeadsOf<Space, E>(rows + offset, Kokkos::LayoutStride(size_t(B), size_t(T) * W, size_t(H), size_t(D),
+                                                               size_t(T), size_t(W), size_t(D), 1));
 }
 
-template <class Space, class E = float>
-void split_heads(const Tensor4Of<Space, E>& heads, const Tensor3<Space>& rows, int offset, int t0 = 0) {
-  heads_copy<Space, true, false, E>("ptk::split_heads", rows, heads, offset, t0);
+// A contiguous [B, H, T, D] tensor as heads.
+template <class Space, class E>
+HeadsOf<Space, E> heads_of(const Kokkos::View<E****, Kokkos::LayoutRight, Space>& t) {
+  const std::size_t B = t.extent(0), H = t.extent(1), T = t.extent(2), D = t.extent(3);
+  return HeadsOf<Space, E>(t.data(), Kokkos::LayoutStride(B, H * T * D, H, T * D, T, D, D, 1));
+}
+
+// Row t of flat head `head` = b·H + h (the attention kernels' numbering): D contiguous elements.
+template <class View>
+KOKKOS_INLINE_FUNCTION typename View::pointer_type head_row(const View& x, int head, int t) {
+  const int H = static_cast<int>(x.extent(1));
+  return &x(head / H, head % H, t, 0);
+}
+
+// f(i, d0, d1) over elements [d0, d1) of row i, for every element of `rows` rows of D (a tile's writes into heads):
+// on the host a row a thread (f's loop over d vectorizes, and finds its row once), on a GPU an element a thread
+// (neighbouring threads, neighbouring addresses).
+template <class Tune, class Team, class F>
+KOKKOS_INLINE_FUNCTION void for_row_runs(const Team& team, int rows, int D, const F& f) {
+  if constexpr (Tune::host) {
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, rows), [&](int i) { f(i, 0, D); });
+  } else {
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, rows * D), [&](int e) { f(e / D, e % D, e % D + 1); });
+  }
 }
 
 // An item per (b, head, t) moves the key's run and the value's.
@@ -65,12 +82,6 @@ void split_kv(const Tensor4Of<Space, E>& k_heads, const Tensor4Of<Space, E>& v_h
   Kokkos::parallel_for("ptk::split_kv", policy, KvSplit<Space, E>{k_rows, v_rows, k_heads, v_heads, k_offset, v_offset, t0});
 }
 
-template <class Space>
-void merge_heads(const Tensor3<Space>& rows, const Tensor4<Space>& heads, int offset, bool accumulate) {
-  if (accumulate) heads_copy<Space, false, true>("ptk::merge_heads", rows, heads, offset, 0);
-  else heads_copy<Space, false, false>("ptk::merge_heads", rows, heads, offset, 0);
-}
-
 }  // namespace ptk::kernels
 
 // Explicit instantiations (instances.hpp): compiled once, in src/ptk/kernels/inst/, for every space and tuning the
@@ -78,10 +89,6 @@ void merge_heads(const Tensor3<Space>& rows, const Tensor4<Space>& heads, int of
 #define PTK_SPLIT_KV_INSTANCE(EXT, Space, E) \
   EXT template void split_kv<Space, E>(const Tensor4Of<Space, E>& k_heads, const Tensor4Of<Space, E>& v_heads, const Tensor3<Space>& k_rows, int k_offset, const Tensor3<Space>& v_rows, int v_offset, int t0);
 #define PTK_HEADS_SPACE_INSTANCES(EXT, Space) \
-  EXT template void split_heads<Space, float>(const Tensor4<Space>& heads, const Tensor3<Space>& rows, int offset, int t0); \
-  EXT template void split_heads<Space, ::ptk::bf16>(const Tensor4Of<Space, ::ptk::bf16>& heads, const Tensor3<Space>& rows, int offset, int t0); \
-  EXT template void split_heads<Space, ::ptk::f16>(const Tensor4Of<Space, ::ptk::f16>& heads, const Tensor3<Space>& rows, int offset, int t0); \
-  EXT template void merge_heads<Space>(const Tensor3<Space>& rows, const Tensor4<Space>& heads, int offset, bool accumulate); \
   PTK_SPLIT_KV_INSTANCE(EXT, Space, float) \
   PTK_SPLIT_KV_INSTANCE(EXT, Space, ::ptk::bf16) \
   PTK_SPLIT_KV_INSTANCE(EXT, Space, ::ptk::f16)

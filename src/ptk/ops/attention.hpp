@@ -9,6 +9,9 @@
 // attention_backward: dQ, dK, dV += the gradients for an upstream dO, from the forward's O and lse (flash-style:
 // the probabilities are rebuilt tile by tile from lse; memory O(B·H·T·D); deterministic, no atomics); a kv head's
 // dK and dV sum its query heads'. Over E as the forward: every tensor but lse stored as E, each gradient rounded once.
+// detail::attention_heads and detail::attention_backward_heads take heads views (kernels/heads.hpp) instead: a
+// projection's rows read, and the output's and the gradients' rows written, in place (the autograd's attention).
+#include <climits>
 #include <cmath>
 #include <optional>
 
@@ -18,15 +21,68 @@
 namespace ptk::ops {
 
 namespace detail {
-// Q [B,H,T,D], K and V [B,Hkv,S,D] alike, with H a positive multiple of Hkv.
-template <class Space, class E, class Shapes>
-void check_grouped_heads(const char* op, const Tensor<Space, E>& q, const Tensor<Space, E>& k, const Tensor<Space, E>& v,
-                         const Shapes& shapes) {
-  require(k.shape() == v.shape(), op, ": K and V must have the same shape [B,Hkv,S,D], got ", shapes);
-  require(q.dim(0) == k.dim(0) && q.dim(3) == k.dim(3), op,
-          ": Q [B,H,T,D] and K [B,Hkv,S,D] must agree in B and D, got ", shapes);
-  require(k.dim(1) > 0 && q.dim(1) % k.dim(1) == 0, op, ": Q's H heads must be a multiple of K's Hkv heads, got ",
-          shapes);
+template <class Space, class E>
+Tensor4Of<Space, E> as4(const Tensor<Space, E>& t) {
+  return Tensor4Of<Space, E>(t.data(), t.dim(0), t.dim(1), t.dim(2), t.dim(3));
+}
+
+template <class View>
+Shape shape4(const View& x) {
+  return {static_cast<std::int64_t>(x.extent(0)), static_cast<std::int64_t>(x.extent(1)),
+          static_cast<std::int64_t>(x.extent(2)), static_cast<std::int64_t>(x.extent(3))};
+}
+
+// Q [B,H,T,D], K and V [B,Hkv,S,D] alike, with H a positive multiple of Hkv; causal needs T == S; each under 2^31
+// elements, as the kernels count heads, rows and columns with int (a view's addresses are computed in size_t).
+inline void check_grouped_heads(const char* op, const Shape& q, const Shape& k, const Shape& v, bool causal) {
+  const auto shapes = lazy([&] { return "Q " + to_string(q) + ", K " + to_string(k) + ", V " + to_string(v); });
+  require(k == v, op, ": K and V must have the same shape [B,Hkv,S,D], got ", shapes);
+  require(q[0] == k[0] && q[3] == k[3], op, ": Q [B,H,T,D] and K [B,Hkv,S,D] must agree in B and D, got ", shapes);
+  require(k[1] > 0 && q[1] % k[1] == 0, op, ": Q's H heads must be a multiple of K's Hkv heads, got ", shapes);
+  require(!causal || q[2] == k[2], op, ": causal needs T == S, got ", shapes);
+  require(element_count(q) <= INT_MAX && element_count(k) <= INT_MAX, op, ": ", shapes,
+          " exceed 2^31 elements; ptk kernels index with 32-bit ints");
+}
+
+// A tensor whose shape follows from the others' (dO, O, lse, a gradient): `expected`, described as `what`.
+inline void check_like(const char* op, const char* name, const Shape& got, const char* what, const Shape& expected) {
+  require(got == expected, op, ": ", name, " has shape ", got, ", expected ", what, expected);
+}
+
+// out, lse from heads views (see the top of this file); lse [B,H,T].
+template <class Space, class Tune = kernels::Tuning<Space>, class E = float>
+void attention_heads(const kernels::HeadsOf<Space, E>& out, const Tensor<Space>& lse,
+                     const Same<kernels::ConstHeadsOf<Space, E>>& q, const Same<kernels::ConstHeadsOf<Space, E>>& k,
+                     const Same<kernels::ConstHeadsOf<Space, E>>& v, std::optional<float> scale, bool causal) {
+  const char* op = "attention";
+  const Shape qs = shape4(q);
+  check_grouped_heads(op, qs, shape4(k), shape4(v), causal);
+  check_like(op, "O", shape4(out), "Q's ", qs);
+  check_like(op, "lse", lse.shape(), "[B,H,T] = ", {qs[0], qs[1], qs[2]});
+  kernels::attention_forward<Space, Tune, E>(out, Matrix<Space>(lse.data(), qs[0] * qs[1], qs[2]), q, k, v,
+                                             scale.value_or(1.0f / std::sqrt(static_cast<float>(qs[3]))), causal);
+}
+
+// dq, dk, dv (empty views: not wanted) += the gradients, over heads views.
+template <class Space, class Tune = kernels::Tuning<Space>, class E = float>
+void attention_backward_heads(const kernels::HeadsOf<Space, E>& dq, const kernels::HeadsOf<Space, E>& dk,
+                              const kernels::HeadsOf<Space, E>& dv, const Same<kernels::ConstHeadsOf<Space, E>>& dout,
+                              const Same<kernels::ConstHeadsOf<Space, E>>& q, const Same<kernels::ConstHeadsOf<Space, E>>& k,
+                              const Same<kernels::ConstHeadsOf<Space, E>>& v,
+                              const Same<kernels::ConstHeadsOf<Space, E>>& out, const Tensor<Space>& lse,
+                              std::optional<float> scale, bool causal) {
+  const char* op = "attention_backward";
+  const Shape qs = shape4(q), ks = shape4(k);
+  check_grouped_heads(op, qs, ks, shape4(v), causal);
+  check_like(op, "dO", shape4(dout), "Q's ", qs);
+  check_like(op, "O", shape4(out), "Q's ", qs);
+  check_like(op, "lse", lse.shape(), "[B,H,T] = ", {qs[0], qs[1], qs[2]});
+  if (dq.data()) check_like(op, "dQ", shape4(dq), "", qs);
+  if (dk.data()) check_like(op, "dK", shape4(dk), "", ks);
+  if (dv.data()) check_like(op, "dV", shape4(dv), "", ks);
+  kernels::attention_backward<Space, Tune, E>(dq, dk, dv, dout, q, k, v, out,
+                                              ConstMatrix<Space>(lse.data(), qs[0] * qs[1], qs[2]),
+                                              scale.value_or(1.0f / std::sqrt(static_cast<float>(qs[3]))), causal);
 }
 }  // namespace detail
 
@@ -42,18 +98,12 @@ AttentionOutputs<Space, E> attention(const Tensor<Space, E>& q, const Tensor<Spa
   check_tensor("attention", "Q", q, 4, 4);
   check_tensor("attention", "K", k, 4, 4);
   check_tensor("attention", "V", v, 4, 4);
-  const auto shapes =
-      lazy([&] { return "Q " + to_string(q.shape()) + ", K " + to_string(k.shape()) + ", V " + to_string(v.shape()); });
-  detail::check_grouped_heads("attention", q, k, v, shapes);
-  const auto B = q.dim(0), H = q.dim(1), T = q.dim(2), D = q.dim(3);
-  require(!causal || T == k.dim(2), "attention: causal needs T == S, got ", shapes);
+  detail::check_grouped_heads("attention", q.shape(), k.shape(), v.shape(), causal);
   AttentionOutputs<Space, E> r{Tensor<Space, E>::uninitialized(q.shape(), "ptk::attention"),
-                               Tensor<Space>::uninitialized({B, H, T}, "ptk::attention_lse")};
-  const auto heads = [&](const Tensor<Space, E>& t) {
-    return Tensor3Of<Space, E>(t.data(), B * t.dim(1), t.dim(2), t.dim(3));
-  };
-  kernels::attention_forward<Space, Tune, E>(heads(r.out), Matrix<Space>(r.lse.data(), B * H, T), heads(q), heads(k), heads(v),
-                                    scale.value_or(1.0f / std::sqrt(static_cast<float>(D))), causal);
+                               Tensor<Space>::uninitialized({q.dim(0), q.dim(1), q.dim(2)}, "ptk::attention_lse")};
+  using kernels::heads_of, detail::as4;
+  detail::attention_heads<Space, Tune, E>(heads_of(as4(r.out)), r.lse, heads_of(as4(q)), heads_of(as4(k)),
+                                          heads_of(as4(v)), scale, causal);
   return r;
 }
 
@@ -72,30 +122,16 @@ void attention_backward(const Tensor<Space, E>& dq, const Tensor<Space, E>& dk, 
   check_tensor(op, "dO", dout, 4, 4);
   check_tensor(op, "O", out, 4, 4);
   check_tensor(op, "lse", lse, 3, 3);
-  const auto shapes =
-      lazy([&] { return "Q " + to_string(q.shape()) + ", K " + to_string(k.shape()) + ", V " + to_string(v.shape()); });
-  detail::check_grouped_heads(op, q, k, v, shapes);
-  const auto B = q.dim(0), H = q.dim(1), T = q.dim(2), D = q.dim(3);
-  require(!causal || T == k.dim(2), op, ": causal needs T == S, got ", shapes);
-  require(dout.shape() == q.shape(), op, ": dO has shape ", dout.shape(), " but Q has shape ",
-          q.shape());
-  require(out.shape() == q.shape(), op, ": O has shape ", out.shape(), " but Q has shape ",
-          q.shape());
-  require(lse.shape() == Shape{B, H, T}, op, ": lse has shape ", lse.shape(), ", expected [B,H,T] = ",
-          Shape{B, H, T});
   const auto grad = [&](const char* name, const Tensor<Space, E>& g, const Tensor<Space, E>& like) {
-    if (!g.defined()) return Tensor3Of<Space, E>();
-    require(g.shape() == like.shape(), op, ": ", name, " has shape ", g.shape(), ", expected ",
-            like.shape());
-    return Tensor3Of<Space, E>(g.data(), B * g.dim(1), g.dim(2), g.dim(3));
+    if (!g.defined()) return kernels::HeadsOf<Space, E>();
+    check_tensor(op, name, g, 4, 4);
+    detail::check_like(op, name, g.shape(), "", like.shape());
+    return kernels::heads_of(detail::as4(g));
   };
   const auto gq = grad("dQ", dq, q), gk = grad("dK", dk, k), gv = grad("dV", dv, v);
-  const auto heads = [&](const Tensor<Space, E>& t) {
-    return ConstTensor3Of<Space, E>(t.data(), B * t.dim(1), t.dim(2), t.dim(3));
-  };
-  kernels::attention_backward<Space, Tune, E>(gq, gk, gv, heads(dout), heads(q), heads(k), heads(v), heads(out),
-                                     ConstMatrix<Space>(lse.data(), B * H, T),
-                                     scale.value_or(1.0f / std::sqrt(static_cast<float>(D))), causal);
+  using kernels::heads_of, detail::as4;
+  detail::attention_backward_heads<Space, Tune, E>(gq, gk, gv, heads_of(as4(dout)), heads_of(as4(q)), heads_of(as4(k)),
+                                                   heads_of(as4(v)), heads_of(as4(out)), lse, scale, causal);
 }
 
 }  // namespace ptk::ops

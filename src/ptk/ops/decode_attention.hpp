@@ -58,9 +58,6 @@ void decode_attention_heads(const kernels::Heads<Space>& out, const Tensor<Space
   auto part_max = Tensor<Space>::uninitialized({rows, s.splits}, "ptk::decode_attention_max");
   auto part_sum = Tensor<Space>::uninitialized({rows, s.splits}, "ptk::decode_attention_sum");
   auto part_acc = Tensor<Space>::uninitialized({rows, s.splits, D}, "ptk::decode_attention_acc");
-  const auto as4 = [](const Tensor<Space, E>& t) {
-    return Tensor4Of<Space, E>(t.data(), t.dim(0), t.dim(1), t.dim(2), t.dim(3));
-  };
   kernels::decode_attention<Space, Tune, E>(out, lse.flat(), q, as4(k_cache), as4(v_cache),
                                    scale.value_or(1.0f / std::sqrt(static_cast<float>(D))), s,
                                    Matrix<Space>(part_max.data(), rows, s.splits),
@@ -79,7 +76,7 @@ AttentionOutputs<Space> decode_attention(const Tensor<Space>& q, const Tensor<Sp
   detail::check_cache("decode_attention", k_cache, v_cache);
   AttentionOutputs<Space> r{Tensor<Space>::uninitialized(q.shape(), "ptk::decode_attention"),
                             Tensor<Space>::uninitialized({q.dim(0), q.dim(1), q.dim(2)}, "ptk::decode_attention_lse")};
-  const auto as4 = [](const Tensor<Space>& t) { return Tensor4<Space>(t.data(), t.dim(0), t.dim(1), t.dim(2), t.dim(3)); };
+  using detail::as4;
   detail::decode_attention_heads<Space, Tune, E>(kernels::heads_of(as4(r.out)), r.lse, kernels::heads_of(as4(q)), k_cache, v_cache,
                                         length, scale, splits);
   return r;
@@ -109,10 +106,6 @@ void check_append(const char* op, const Tensor<Space, E>& k_cache, const Tensor<
 template <class Space>
 Tensor3<Space> as3(const Tensor<Space>& t) {
   return Tensor3<Space>(t.data(), t.dim(0), t.dim(1), t.dim(2));
-}
-template <class Space, class E>
-Tensor4Of<Space, E> as4(const Tensor<Space, E>& t) {
-  return Tensor4Of<Space, E>(t.data(), t.dim(0), t.dim(1), t.dim(2), t.dim(3));
 }
 }  // namespace detail
 
