@@ -67,7 +67,8 @@ void attention_heads(const kernels::HeadsOf<Space, E>& out, const Tensor<Space>&
 template <class Space, class Tune = kernels::Tuning<Space>, class E = float>
 void attention_backward_heads(const kernels::HeadsOf<Space, E>& dq, const kernels::HeadsOf<Space, E>& dk,
                               const kernels::HeadsOf<Space, E>& dv, const Same<kernels::ConstHeadsOf<Space, E>>& dout,
-                              const Same<kernels::ConstHeadsOf<Space, E>>& q, const Same<kernels::ConstHeadsOf<Space, E>>& k,
+                              const Same<kernels::ConstHeadsOf<Space, E>>& q,
+                              const Same<kernels::ConstHeadsOf<Space, E>>& k,
                               const Same<kernels::ConstHeadsOf<Space, E>>& v,
                               const Same<kernels::ConstHeadsOf<Space, E>>& out, const Tensor<Space>& lse,
                               std::optional<float> scale, bool causal) {
