@@ -76,9 +76,9 @@ Var cached_attention(HeadColumns q, HeadColumns k, HeadColumns v, const HeadLayo
     });
   });
   // A long prefill (more than the tuning's prefill_rows) has nothing before the new tokens: they attend only each
-  // other, through flash attention. With an f32 cache it reads the keys and values there, where each head's lie
-  // together (from the rows, a kv head's are a row of W columns apart: L2 set conflicts at 2048 tokens); with a 16-bit
-  // cache (not q's type) from k's rows, rotated in place by the append, and v's.
+  // other, through flash attention. With an f32 cache it reads the keys and values there, where a head's positions
+  // lie together (in k's rows they are a row of W columns apart: 2-3 % slower at 2048 tokens, docs/benchmarks.md);
+  // with a 16-bit cache (not q's type) from k's rows, rotated in place by the append, and v's.
   const Device device = k_cache.device();
   const int prefill_rows = on_compute(device, [](auto tag) {
     return decltype(tag)::tune::decode_attention::prefill_rows;
