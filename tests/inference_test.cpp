@@ -9,7 +9,6 @@
 #include <utility>
 
 #include "parity.hpp"
-#include "ptk/autograd/storage.hpp"
 #include "ptk/kernels/matmul_decode.hpp"
 #include "ptk/nn/inference.hpp"
 #include "ptk/ops/convert.hpp"
@@ -223,7 +222,7 @@ TEST(Inference, F16KvCacheIsReadAsF16) { check_kv_cache_type<f16>(); }
 // rows where the cache is 16-bit, so that the prompt attends unrounded keys as with an f32 cache: the same logits,
 // bit for bit (the same kernel over the same values).
 TEST(Inference, LongPrefillOverA16BitCacheReadsTheRows) {
-  const int P = 1 + ag::on_compute(kHost, [](auto tag) { return decltype(tag)::tune::decode_attention::prefill_rows; });
+  const int P = 1 + ag::prefill_rows(kHost);
   nn::DecoderConfig c{2, 4, 64, P + 1, 29};
   c.arch = nn::Arch::llama;
   c.n_kv_head = 2;

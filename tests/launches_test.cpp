@@ -12,7 +12,6 @@
 
 #include "kokkos_events.hpp"
 #include "parity.hpp"
-#include "ptk/autograd/storage.hpp"
 #include "ptk/nn/inference.hpp"
 
 namespace ptk::test {
@@ -82,9 +81,7 @@ TEST(Launches, PerLlamaLayerInPrefillAndDecode) {
   const auto prefill = difference(two.prefill.launches, one.prefill.launches, true);
   const auto decode = difference(two.decode.launches, one.decode.launches, true);
   // A prompt longer than the tuning's prefill_rows takes flash attention (autograd/inference.cpp).
-  const int long_prompt = 1 + ag::on_compute(ag::Device::host, [](auto tag) {
-                            return decltype(tag)::tune::decode_attention::prefill_rows;
-                          });
+  const int long_prompt = 1 + ag::prefill_rows(ag::Device::host);
   const auto long_prefill =
       difference(count(2, long_prompt).prefill.launches, count(1, long_prompt).prefill.launches, true);
   std::cout << "[ launches ] a Llama layer's prefill of 16 tokens: " << Events::total(prefill) << Events::list(prefill)

@@ -46,6 +46,10 @@ void with_caches(const Var& k_cache, const Var& v_cache, F&& f) {
 
 }  // namespace
 
+int prefill_rows(Device device) {
+  return on_compute(device, [](auto tag) { return decltype(tag)::tune::decode_attention::prefill_rows; });
+}
+
 Var cached_attention(HeadColumns q, HeadColumns k, HeadColumns v, const HeadLayout& layout, const Var& k_cache,
                      const Var& v_cache, int pos, std::optional<float> rope_base) {
   const char* op = "cached_attention";
@@ -80,10 +84,7 @@ Var cached_attention(HeadColumns q, HeadColumns k, HeadColumns v, const HeadLayo
   // lie together (in k's rows they are a row of W columns apart: 2-3 % slower at 2048 tokens, docs/benchmarks.md);
   // with a 16-bit cache (not q's type) from k's rows, rotated in place by the append, and v's.
   const Device device = k_cache.device();
-  const int prefill_rows = on_compute(device, [](auto tag) {
-    return decltype(tag)::tune::decode_attention::prefill_rows;
-  });
-  const bool flash = pos == 0 && Tn > prefill_rows;
+  const bool flash = pos == 0 && Tn > prefill_rows(device);
   if (flash && k_cache.dtype() != DType::f32) return causal_attention(q, k, v, layout);
   // Decode, a short prefill and an f32 cache's long one: q read from its rows and the output written into y's rows
   // in place (strided heads), the keys and values from the cache.
