@@ -269,7 +269,7 @@ struct GpuColumns {
 // scores for the whole chunk in scratch ([query_rows, chunk] floats, at most max_chunk keys). Keys
 // are split until every execution unit has `teams_per_unit` teams, chunks no shorter than min_chunk.
 // prefill_rows: a prompt of at most this many tokens attends through this kernel too, reading q and the cache in
-// place (no heads split or merged); longer ones through flash attention over their own rows, whose register tiles
+// place; longer ones through flash attention (q's rows and an f32 cache read in place too), whose register tiles
 // win once the query rows are many (the whole prefill of a 75 M Llama: 0.95-0.99x flash's time up to 64 tokens,
 // 1.06x at 128, 1.73x at 2048; docs/benchmarks.md, "A short prefill attends through the decode kernel").
 struct HostDecodeAttention {
