@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstring>
+#include <type_traits>
 
 #include "ptk/core/dtype_name.hpp"
 #include "ptk/core/tensor.hpp"
@@ -36,6 +38,7 @@ struct MatmulBlocked {
   static constexpr int MR = Tiles::micro_rows, NR = Tiles::micro_cols;
   // Summation depth: k is summed in chunks of `chunk`, chunks into a slab sum, slab sums into c.
   static constexpr int chunk = Tiles::chunk;
+  static constexpr int pack_k = 16;  // k-steps a copy_runs call packs
   using Policy = Kokkos::TeamPolicy<Space>;
   using Team = typename Policy::member_type;
   using Scratch =
@@ -107,13 +110,9 @@ struct MatmulBlocked {
                                      int k0, int kc, float* a_pack) const {
     if (!trans_a) {
       pack_rows<MR>(team, true, a_mat + static_cast<std::size_t>(i0) * lda + k0, lda, rows, row_panels, kc, a_pack);
-    } else {
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, kc), [&](int k) {
-        const EA* src = a_mat + static_cast<std::size_t>(k0 + k) * lda + i0;
-        for (int p = 0; p < row_panels; ++p) {
-          float* dst = a_pack + (static_cast<std::size_t>(p) * kc + k) * MR;
-          for (int r = 0; r < MR; ++r) dst[r] = p * MR + r < rows ? load(src, p * MR + r) : 0.0f;
-        }
+    } else {  // a stored [K, M]: a row k holds MR values of each panel, copied whole (the last panel padded)
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, (kc + pack_k - 1) / pack_k), [&](int g) {
+        copy_runs<MR>(a_mat + static_cast<std::size_t>(k0) * lda + i0, lda, g * pack_k, kc, rows, row_panels, a_pack);
       });
     }
   }
@@ -122,20 +121,9 @@ struct MatmulBlocked {
   KOKKOS_INLINE_FUNCTION void pack_b(const Team& team, const EB* b_mat, int ldb, int j0, int cols, int col_panels,
                                      int k0, int kc, float* b_pack) const {
     if (!trans_b) {
-      if constexpr (Element<EB>::block == 1) {
-        const int full_panels = cols / NR;
-        for (int k = 0; k < kc; ++k) {
-          const EB* src = b_mat + static_cast<std::size_t>(k0 + k) * ldb + j0;
-          for (int q = 0; q < full_panels; ++q) {
-            float* dst = b_pack + (static_cast<std::size_t>(q) * kc + k) * NR;
-            for (int j = 0; j < NR; ++j) dst[j] = load(src, q * NR + j);
-          }
-          for (int q = full_panels; q < col_panels; ++q) {
-            float* dst = b_pack + (static_cast<std::size_t>(q) * kc + k) * NR;
-            for (int j = 0; j < NR; ++j) dst[j] = q * NR + j < cols ? load(src, q * NR + j) : 0.0f;
-          }
-        }
-      }
+      if constexpr (Element<EB>::block == 1)
+        for (int k = 0; k < kc; k += pack_k)
+          copy_runs<NR>(b_mat + static_cast<std::size_t>(k0) * ldb + j0, ldb, k, kc, cols, col_panels, b_pack);
     } else {  // b stored transposed (a weight [N, K]; ldb and the slab's start in items: blocks for q8_0, q4_0)
       pack_rows<NR>(team, false, b_mat + static_cast<std::size_t>(j0) * ldb + k0 / Element<EB>::block, ldb, cols,
                     col_panels, kc, b_pack);
@@ -172,6 +160,32 @@ struct MatmulBlocked {
     } else {
       for (int r = 0; r < r_end; ++r) store_row(ct + static_cast<std::size_t>(r) * N, acc[r], j_end, c_scale, bias_tile);
     }
+  }
+
+  // pack[(j / P) · kc · P + k · P + j % P] = src[k · ld + j] for k in [k_begin, k_begin + pack_k) within kc, j < count,
+  // zeros up to whole panels: a row-major operand whose rows are already the panels' rows (a transposed, P = MR; b
+  // untransposed, P = NR), copied P values at a time, panel by panel, so the writes run on through pack_k steps of
+  // one panel. Copying a value at a time, k by k across the panels, was 2 % of a training step's samples; software
+  // prefetch of the next steps' rows stalled the copy (docs/benchmarks.md, "The GEMM's copies for the backward").
+  template <int P, class E>
+  KOKKOS_INLINE_FUNCTION static void copy_runs(const E* src, int ld, int k_begin, int kc, int count, int panels,
+                                               float* pack) {
+    const int k_end = kc - k_begin < pack_k ? kc : k_begin + pack_k;
+    const int full = count / P;
+    for (int p = 0; p < panels; ++p)
+      for (int k = k_begin; k < k_end; ++k) {
+        const E* row = src + static_cast<std::size_t>(k) * ld + p * P;
+        float* dst = pack + (static_cast<std::size_t>(p) * kc + k) * P;
+        if (p < full) {
+          if constexpr (std::is_same_v<E, float>) {
+            std::memcpy(dst, row, P * sizeof(float));  // g++ leaves the loop below scalar at P = 8
+          } else {
+            for (int j = 0; j < P; ++j) dst[j] = load(row, j);
+          }
+        } else {
+          for (int j = 0; j < P; ++j) dst[j] = p * P + j < count ? load(row, j) : 0.0f;
+        }
+      }
   }
 
   // pack[(r / P) · kc · P + k · P + r % P] = src[r · ld + k] for r < rows, k < kc, zeros up to whole panels: a row-major
