@@ -158,20 +158,17 @@ struct AttentionBackwardQ : AttentionBackwardBase<Space, Tune, E> {
     const ScratchVector &ls = sc.ls, &ds = sc.ds;
 
     // Qt = (scale·q)ᵀ, dOt = doutᵀ; padding and rows with lse = −inf are zeros with ls = −inf.
+    stage_transposed<Tune>(team, this->q, head, q0, qcount, BQ, D, Dp, this->scale, &Qt(0, 0), BQ);
+    stage_transposed<Tune>(team, this->dout, head, q0, qcount, BQ, D, Dp, 1.0f, &dOt(0, 0), BQ);
+    team.team_barrier();
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, BQ), [&](int i) {
       const float l = i < qcount ? this->lse(head, q0 + i) : -__builtin_huge_valf();
-      const int n = l == -__builtin_huge_valf() ? 0 : D;
-      const E* qg = n ? head_row(this->q, head, q0 + i) : nullptr;
-      const E* gg = n ? head_row(this->dout, head, q0 + i) : nullptr;
-      float* qt = &Qt(0, i);
-      float* gt = &dOt(0, i);
-      for (int d = 0; d < n; ++d) qt[d * BQ] = this->scale * widen(qg[d]);
-      for (int d = n; d < Dp; ++d) qt[d * BQ] = 0.0f;
-      for (int d = 0; d < n; ++d) gt[d * BQ] = widen(gg[d]);
-      for (int d = n; d < Dp; ++d) gt[d * BQ] = 0.0f;
+      const bool none = l == -__builtin_huge_valf();
+      if (none)
+        for (int d = 0; d < Dp; ++d) Qt(d, i) = 0.0f, dOt(d, i) = 0.0f;  // staged, but attended nothing
       for (int d = 0; d < Dp; ++d) dQs(i, d) = 0.0f;
       ls(i) = l;
-      ds(i) = n ? this->drow(head, q0 + i) : 0.0f;
+      ds(i) = none ? 0.0f : this->drow(head, q0 + i);
     });
 
     const int key_end = causal ? (q0 + qcount < S ? q0 + qcount : S) : S;
@@ -197,12 +194,15 @@ struct AttentionBackwardQ : AttentionBackwardBase<Space, Tune, E> {
       Kokkos::parallel_for(Kokkos::TeamThreadRange(team, (BK / MR) * col_tiles), [&](int tile) {
         const int j0 = tile / col_tiles * MR, c0 = tile % col_tiles * NR;
         if (j0 >= kcount || c0 >= qcount || (causal && k0 + j0 > q0 + c0 + NR - 1)) return;
+        // Column c is kept where col[c] >= the key's first attending column: col[c] = c, or the least int for a query
+        // that attended nothing (ints, not bools, so that the loops over c vectorize, fast_exp included).
         float shift[NR], drow_c[NR];
-        bool row_ok[NR];
+        int col[NR];
         for (int c = 0; c < NR; ++c) {
           const float l = ls(c0 + c);
-          row_ok[c] = l != -__builtin_huge_valf();
-          shift[c] = row_ok[c] ? l : 0.0f;
+          const bool ok = l != -__builtin_huge_valf();
+          col[c] = ok ? c : -2147483647 - 1;
+          shift[c] = ok ? l : 0.0f;
           drow_c[c] = ds(c0 + c);
         }
         float acc[MR][NR];
@@ -215,7 +215,7 @@ struct AttentionBackwardQ : AttentionBackwardBase<Space, Tune, E> {
           const int first = j0 + r >= kcount ? BQ + NR : (causal ? k0 + j0 + r - q0 - c0 : 0);
           for (int c = 0; c < NR; ++c) {
             const float p = fast_exp(acc[r][c] - shift[c]);
-            st[r * BQ + c] = c >= first && row_ok[c] ? p : 0.0f;
+            st[r * BQ + c] = col[c] >= first ? p : 0.0f;
           }
         }
         for (int r = 0; r < MR; ++r)
@@ -225,7 +225,7 @@ struct AttentionBackwardQ : AttentionBackwardBase<Space, Tune, E> {
           const int first = j0 + r >= kcount ? BQ + NR : (causal ? k0 + j0 + r - q0 - c0 : 0);
           for (int c = 0; c < NR; ++c) {
             const float g = st[r * BQ + c] * (acc[r][c] - drow_c[c]);
-            st[r * BQ + c] = c >= first && row_ok[c] ? g : 0.0f;
+            st[r * BQ + c] = col[c] >= first ? g : 0.0f;
           }
         }
       });

@@ -115,17 +115,8 @@ struct AttentionBackwardBase {
   // Key rows [k0, k0 + kcount) of kv head kv_head, transposed: Kt[d][j], Vt[d][j] (zeros past kcount and D).
   KOKKOS_INLINE_FUNCTION void stage_keys_transposed(const Team& team, int kv_head, int k0, int kcount,
                                                     const ScratchMatrix& Kt, const ScratchMatrix& Vt) const {
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, BK), [&](int j) {
-      float* kt = &Kt(0, j);
-      float* vt = &Vt(0, j);
-      const int n = j < kcount ? D : 0;
-      const E* kg = n ? head_row(k, kv_head, k0 + j) : nullptr;
-      const E* vg = n ? head_row(v, kv_head, k0 + j) : nullptr;
-      for (int d = 0; d < n; ++d) kt[d * BK] = widen(kg[d]);
-      for (int d = n; d < Dp; ++d) kt[d * BK] = 0.0f;
-      for (int d = 0; d < n; ++d) vt[d * BK] = widen(vg[d]);
-      for (int d = n; d < Dp; ++d) vt[d * BK] = 0.0f;
-    });
+    stage_transposed<Tune>(team, k, kv_head, k0, kcount, BK, D, Dp, 1.0f, &Kt(0, 0), BK);
+    stage_transposed<Tune>(team, v, kv_head, k0, kcount, BK, D, Dp, 1.0f, &Vt(0, 0), BK);
   }
 
   // P and dS of one [BQ, BK] tile (see above). Micro-tiles wholly masked for their rows are skipped:

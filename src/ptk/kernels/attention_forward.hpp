@@ -104,14 +104,11 @@ struct AttentionForward {
     for (int k0 = 0; k0 < key_end; k0 += BK) {
       const int kcount = key_end - k0 < BK ? key_end - k0 : BK;
       team.team_barrier();  // the previous tile's Kt, Vs and Ps are no longer read
+      stage_transposed<Tune>(team, k, head / group, k0, kcount, BK, D, Dp, 1.0f, &Kt(0, 0), BK);
       Kokkos::parallel_for(Kokkos::TeamThreadRange(team, BK), [&](int j) {
-        float* kt = &Kt(0, j);
         float* vs = &Vs(j, 0);
         const int n = j < kcount ? D : 0;
-        const E* kg = n ? head_row(k, head / group, k0 + j) : nullptr;
         const E* vg = n ? head_row(v, head / group, k0 + j) : nullptr;
-        for (int d = 0; d < n; ++d) kt[d * BK] = widen(kg[d]);
-        for (int d = n; d < Dp; ++d) kt[d * BK] = 0.0f;
         for (int d = 0; d < n; ++d) vs[d] = widen(vg[d]);
         for (int d = n; d < Dp; ++d) vs[d] = 0.0f;
       });

@@ -9,6 +9,7 @@
 
 #include "ptk/core/dtype.hpp"
 #include "ptk/core/tensor.hpp"
+#include "ptk/kernels/detail/load.hpp"
 #include "ptk/kernels/instances.hpp"
 
 namespace ptk::kernels {
@@ -56,6 +57,38 @@ KOKKOS_INLINE_FUNCTION void for_row_runs(const Team& team, int rows, int D, cons
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, rows), [&](int i) { f(i, 0, D); });
   } else {
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, rows * D), [&](int e) { f(e / D, e % D, e % D + 1); });
+  }
+}
+
+// dst[d · ldd + j] = scale · (row t0 + j of `head`)[d] for j < count, d < D, zeros for j in [count, cols) and d in
+// [D, Dp): a tile of a head's rows staged transposed into scratch (the attention kernels' kᵀ and qᵀ), scaled as
+// widen(x) · scale, widened (f32, bf16, f16 in; f32 out). On the host whole 16 x 16 blocks go through
+// load_transposed_16 (vector loads, shuffles in registers, whole-line stores: a value at a time, each store to
+// another line, took a third of the dK/dV kernel's time), a GPU an element a time, a row a thread.
+template <class Tune, class Team, class View>
+KOKKOS_INLINE_FUNCTION void stage_transposed(const Team& team, const View& x, int head, int t0, int count, int cols,
+                                             int D, int Dp, float scale, float* dst, int ldd) {
+  const auto value = [&](int j, int d) { return j < count && d < D ? widen(head_row(x, head, t0 + j)[d]) * scale : 0.0f; };
+  if constexpr (Tune::host) {
+    const int full_j = count / 16 * 16, full_d = D / 16 * 16;
+    const std::size_t ld = x.stride(2);
+    for (int j0 = 0; j0 < full_j; j0 += 16)
+      for (int d0 = 0; d0 < full_d; d0 += 16) {
+        float* lo = dst + static_cast<std::size_t>(d0) * ldd + j0;
+        load_transposed_16(head_row(x, head, t0 + j0) + d0, ld, lo, lo + 8, ldd);
+      }
+    for (int d = 0; d < Dp; ++d) {
+      float* row = dst + static_cast<std::size_t>(d) * ldd;
+      const int j_from = d < full_d ? full_j : 0;
+      if (scale != 1.0f)
+        for (int j = 0; j < j_from; ++j) row[j] *= scale;
+      for (int j = j_from; j < cols; ++j) row[j] = value(j, d);
+    }
+    (void)team;
+  } else {
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, cols), [&](int j) {
+      for (int d = 0; d < Dp; ++d) dst[static_cast<std::size_t>(d) * ldd + j] = value(j, d);
+    });
   }
 }
 
