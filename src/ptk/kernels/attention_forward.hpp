@@ -151,8 +151,10 @@ struct AttentionForward {
         const int n_lanes = n / L * L;
         float lane_max[L];
         for (int c = 0; c < L; ++c) lane_max[c] = -__builtin_huge_valf();
-        for (int j = 0; j < n_lanes; j += L)
+        for (int j = 0; j < n_lanes; j += L) {
+          PTK_SIMD_LOOP  // g++ leaves this select scalar unasked (16 scalar maxima a block)
           for (int c = 0; c < L; ++c) lane_max[c] = pr[j + c] > lane_max[c] ? pr[j + c] : lane_max[c];  // skips NaN
+        }
         float tile_max = -__builtin_huge_valf();
         for (int c = 0; c < L; ++c) tile_max = lane_max[c] > tile_max ? lane_max[c] : tile_max;
         for (int j = n_lanes; j < n; ++j) tile_max = pr[j] > tile_max ? pr[j] : tile_max;
