@@ -174,6 +174,34 @@ void register_backward(std::int64_t M, std::int64_t N, std::int64_t K) {
   });
 }
 
+// A linear layer's backward as the training step runs it (ag::linear): dX = dY · W and dW += dYᵀ · X for X[M,K],
+// W[N,K] (kernels::matmul_backward with trans_b), against the same two cblas_sgemm calls.
+void register_linear_backward(std::int64_t M, std::int64_t N, std::int64_t K) {
+  const auto shape = "M=" + std::to_string(M) + ",N=" + std::to_string(N) + ",K=" + std::to_string(K) + ",trans_b=1";
+  const double flops = 4.0 * M * N * K;
+  add("linear_backward", "ptk", shape, Rate::gflops, flops, [=] {
+    const auto x = random_tensor({1, M, K}, 1), w = random_tensor({1, N, K}, 2), dy = random_tensor({1, M, N}, 3);
+    const Tensor<Space> dx({1, M, K}), dw({1, N, K});
+    return std::function<void()>([=] {
+      kernels::matmul_backward<Space>(dx.batched_matrices(), dw.batched_matrices(), dy.batched_matrices(),
+                                      x.batched_matrices(), w.batched_matrices(), false, true);
+    });
+  });
+  add("linear_backward", "openblas", shape, Rate::gflops, flops, [=] {
+    auto host = std::make_shared<HostOperands>(M, N, K);  // a: X[M,K], b: W[N,K], c: dY[M,N]
+    auto grads = std::make_shared<std::vector<float>>(static_cast<std::size_t>(M * K + N * K), 0.0f);
+    for (std::size_t i = 0; i < host->c.size(); ++i) host->c[i] = static_cast<float>(i % 11) / 11.0f - 0.5f;
+    return std::function<void()>([=] {
+      float* dx = grads->data();
+      float* dw = dx + M * K;
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, K, N, 1.0f, host->c.data(), N, host->b.data(), K, 1.0f,
+                  dx, K);
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, N, K, M, 1.0f, host->c.data(), N, host->a.data(), K, 1.0f,
+                  dw, K);
+    });
+  });
+}
+
 }  // namespace
 
 void register_matmul() {
@@ -195,6 +223,13 @@ void register_matmul() {
     for (auto [N, K] : std::vector<std::array<std::int64_t, 2>>{{4096, 4096}, {11008, 4096}, {4096, 11008}, {5632, 2048}})
       for (std::int64_t M : {16, 32, 64, 128, 512}) register_linear(M, N, K);
   }
+  // A GPT-2 training step's linear layers (scripts/train_speed.sh's larger model: 2048 tokens, width 384): qkv,
+  // attention projection, MLP up and down, forward and backward.
+  if (!sweep().quick)
+    for (auto [N, K] : std::vector<std::array<std::int64_t, 2>>{{1152, 384}, {384, 384}, {1536, 384}, {384, 1536}}) {
+      register_linear(2048, N, K);
+      register_linear_backward(2048, N, K);
+    }
   // GPT-2 small attention heads (T = 256, D = 64) over B·H = 48: scores QKᵀ and P·V.
   register_batched(48, 256, 256, 64, true);
   register_batched(48, 256, 64, 256, false);
