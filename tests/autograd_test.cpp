@@ -89,6 +89,22 @@ TEST(Autograd, CausalSelfAttention) {
   expect_gradients_match({qkv}, [&] { return ag::sum_product(ag::causal_attention({qkv, 0}, {qkv, 4}, {qkv, 8}, {2, 2, 2}), r); });
 }
 
+// The attention's gradient into an intermediate tensor (a projection): written where q, k and v tile its columns
+// (GPT-2's fused qkv), added into zeros where they leave columns out (the first and last here), whose gradient must
+// stay zero (a debug build fills an unwritten gradient with NaN).
+TEST(Autograd, AttentionIntoAProjection) {
+  const Var x = leaf({2, 5, 3}, "ag16-x"), w = leaf({12, 3}, "ag16-w"), wide = leaf({14, 3}, "ag16-wide");
+  const Var r = constant({2, 5, 4}, "ag16-r");
+  expect_gradients_match({x, w}, [&] {
+    const Var qkv = ag::linear(x, w);
+    return ag::sum_product(ag::causal_attention({qkv, 0}, {qkv, 4}, {qkv, 8}, {2, 2, 2}), r);
+  });
+  expect_gradients_match({x, wide}, [&] {
+    const Var qkv = ag::linear(x, wide);
+    return ag::sum_product(ag::causal_attention({qkv, 1}, {qkv, 5}, {qkv, 9}, {2, 2, 2}), r);
+  });
+}
+
 TEST(Autograd, GraphIsReleasedAfterBackward) {
   const Var x = leaf({4, 3}, "ag6-x"), w = leaf({2, 3}, "ag6-w");
   std::weak_ptr<ag::VarImpl> hidden;

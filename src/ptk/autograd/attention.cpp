@@ -1,7 +1,12 @@
 // The one attention autograd op, for every architecture: causal, grouped-query, over the heads of q, k and v
 // columns that may share one rows tensor (GPT-2's fused qkv) or not (Llama's projections).
+#include <algorithm>
 #include <array>
+#include <cstdint>
+#include <memory>
 #include <optional>
+#include <utility>
+#include <vector>
 
 #include "ptk/autograd/functions.hpp"
 #include "ptk/autograd/op_support.hpp"
@@ -33,6 +38,22 @@ kernels::Heads<S> heads_in(const Tensor<S>& rows, int offset, int count, int D) 
                               static_cast<int>(rows.dim(2)), offset, count, D);
 }
 
+// Whether the column runs [offsets[i], offsets[i] + counts[i] · D) of the inputs i that are `t` tile its W columns
+// exactly (no gap, no overlap): only then do the kernels write every element of t's gradient, once.
+bool tiles_columns(const std::array<std::shared_ptr<VarImpl>, 3>& in, const int (&offsets)[3], const int (&counts)[3],
+                   int D, const VarImpl* t, std::int64_t W) {
+  std::vector<std::pair<std::int64_t, std::int64_t>> runs;
+  for (int i = 0; i < 3; ++i)
+    if (in[i].get() == t) runs.emplace_back(offsets[i], offsets[i] + static_cast<std::int64_t>(counts[i]) * D);
+  std::sort(runs.begin(), runs.end());
+  std::int64_t end = 0;
+  for (const auto& [begin, stop] : runs) {
+    if (begin != end) return false;
+    end = stop;
+  }
+  return end == W;
+}
+
 }  // namespace
 
 Var causal_attention(HeadColumns q, HeadColumns k, HeadColumns v, const HeadLayout& layout) {
@@ -58,16 +79,30 @@ Var causal_attention(HeadColumns q, HeadColumns k, HeadColumns v, const HeadLayo
     return result<S>(op, y, device, {q.rows, k.rows, v.rows},
                      [in = std::array{q.rows.shared(), k.rows.shared(), v.rows.shared()}, offsets, counts, D, y,
                       lse](VarImpl& out) {
-                       // Each input's gradient adds into its own columns (q, k and v may be one tensor).
+                       // Each input's gradient goes into its own columns (q, k and v may be one tensor): written
+                       // where every wanted one is new (grad_to_write), else added, a new one zero-filled first.
                        kernels::Heads<S> d[3], x[3];
+                       bool fresh[3] = {false, false, false}, all_fresh = true;
+                       int first[3];  // the first of q, k, v that is the same tensor as this one
                        for (int i = 0; i < 3; ++i) {
                          x[i] = heads_in(in[i]->data.template get<S>(), offsets[i], counts[i], D);
-                         if (in[i]->requires_grad) d[i] = heads_in(grad_of<S>(*in[i]), offsets[i], counts[i], D);
+                         first[i] = i;
+                         for (int j = i - 1; j >= 0; --j)
+                           if (in[j] == in[i]) first[i] = j;
+                         if (!in[i]->requires_grad) continue;
+                         Tensor<S>& g = first[i] == i ? grad_to_write<S>(*in[i], fresh[i]) : in[i]->grad.template get<S>();
+                         fresh[i] = fresh[first[i]];
+                         all_fresh = all_fresh && fresh[i] &&
+                                     tiles_columns(in, offsets, counts, D, in[i].get(), in[i]->shape.back());
+                         d[i] = heads_in(g, offsets[i], counts[i], D);
                        }
+                       if (!all_fresh)
+                         for (int i = 0; i < 3; ++i)
+                           if (fresh[i] && first[i] == i) fill<S>(in[i]->grad.template get<S>().storage(), 0.0f);
                        ops::detail::attention_backward_heads<S, Tune>(d[0], d[1], d[2],
                                                                       heads_in(out_grad<S>(out), 0, counts[0], D),
                                                                       x[0], x[1], x[2], heads_in(y, 0, counts[0], D),
-                                                                      lse, std::nullopt, true);
+                                                                      lse, std::nullopt, true, !all_fresh);
                      });
   });
 }

@@ -31,9 +31,22 @@ Var add(const Var& a, const Var& b) {
     auto y = Tensor<S>::uninitialized(a.shape(), "ptk::add");
     kernels::add_forward<S>(y.flat(), data_of<S>(a).flat(), data_of<S>(b).flat());
     return result<S>("add", y, device, {a, b}, [ia = a.shared(), ib = b.shared()](VarImpl& out) {
-      const auto& g = out_grad<S>(out);
-      if (ia->requires_grad) kernels::accumulate<S>(grad_of<S>(*ia).flat(), g.flat());
-      if (ib->requires_grad) kernels::accumulate<S>(grad_of<S>(*ib).flat(), g.flat());
+      // An input without a gradient yet takes dY itself (out's gradient is not read after this node), or a copy
+      // when the first input took it; one with a gradient adds dY.
+      const Tensor<S> g = out_grad<S>(out);
+      bool shared = false;
+      for (const auto& in : {ia, ib}) {
+        if (!in->requires_grad) continue;
+        if (!in->grad.template get<S>().defined() && in->grad_fn && !shared) {
+          in->grad.template get<S>() = g;
+          shared = true;
+          continue;
+        }
+        bool fresh = false;
+        Tensor<S>& d = grad_to_write<S>(*in, fresh);
+        if (fresh) copy_values<S>(d.flat(), g.flat());
+        else kernels::accumulate<S>(d.flat(), g.flat());
+      }
     });
   });
 }
@@ -72,8 +85,12 @@ Var linear_autocast(const Var& x, const Var& weight, const Var& bias, Device dev
                      [ix = x.shared(), iw = weight.shared(), ib = bias.defined() ? bias.shared() : nullptr, x2, w](VarImpl& out) {
                        const Tensor<S> g2 = out_grad<S>(out).reshape({x2.dim(0), w.dim(0)});
                        const Tensor<S, E> gE = ops::cast<E>(g2);
-                       if (ix->requires_grad)
-                         ops::matmul_accumulate<S, Tune, E, E>(grad_of<S>(*ix).reshape({x2.dim(0), x2.dim(1)}), gE, w);
+                       if (ix->requires_grad) {
+                         bool fresh = false;
+                         Tensor<S>& gx = grad_to_write<S>(*ix, fresh);
+                         ops::matmul_accumulate<S, Tune, E, E>(gx.reshape({x2.dim(0), x2.dim(1)}), gE, w, false, false,
+                                                               1.0f, fresh ? 0.0f : 1.0f);
+                       }
                        if (iw->requires_grad) ops::matmul_accumulate<S, Tune, E, E>(grad_of<S>(*iw), gE, x2, true, false);
                        if (ib && ib->requires_grad) kernels::bias_backward<S, Tune>(grad_of<S>(*ib).flat(), g2.rows());
                      });
@@ -117,7 +134,12 @@ Var linear(const Var& x, const Var& weight, const Var& bias) {
     return result<S>("linear", y2.reshape(ys), device, {x, weight, bias},
                      [ix = x.shared(), iw = weight.shared(), ib = bias.defined() ? bias.shared() : nullptr, x2, w](VarImpl& out) {
                        const Tensor<S> g2 = out_grad<S>(out).reshape({x2.dim(0), w.dim(0)});
-                       if (ix->requires_grad) ops::matmul_accumulate<S, Tune>(grad_of<S>(*ix).reshape(x2.shape()), g2, w);
+                       if (ix->requires_grad) {  // dX = dY · W, written where X has no gradient yet (beta 0)
+                         bool fresh = false;
+                         Tensor<S>& gx = grad_to_write<S>(*ix, fresh);
+                         ops::matmul_accumulate<S, Tune>(gx.reshape(x2.shape()), g2, w, false, false, 1.0f,
+                                                         fresh ? 0.0f : 1.0f);
+                       }
                        if (iw->requires_grad) ops::matmul_accumulate<S, Tune>(grad_of<S>(*iw), g2, x2, true, false);
                        if (ib && ib->requires_grad) kernels::bias_backward<S, Tune>(grad_of<S>(*ib).flat(), g2.rows());
                      });
@@ -197,7 +219,9 @@ Var gelu(const Var& x) {
     using Tune = typename decltype(tag)::tune;
     const Tensor<S> tx = data_of<S>(x);
     return result<S>("gelu", ops::gelu<S, Tune>(tx), device, {x}, [ix = x.shared(), tx](VarImpl& out) {
-      ops::gelu_backward<S, Tune>(grad_of<S>(*ix), tx, out_grad<S>(out));
+      bool fresh = false;
+      Tensor<S>& gx = grad_to_write<S>(*ix, fresh);
+      ops::gelu_backward<S, Tune>(gx, tx, out_grad<S>(out), !fresh);
     });
   });
 }

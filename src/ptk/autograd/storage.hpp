@@ -182,6 +182,17 @@ Tensor<S>& grad_of(VarImpl& v) {
   return g;
 }
 
+// The gradient of v for an op that writes all of it: where v has none yet (and is not a leaf) it is taken
+// uninitialized and `fresh` is set, and the op writes it instead of adding into zeros (no zero fill, no read of the
+// zeros: 5 % of a GPT-2 training step went to those fills). Otherwise grad_of's buffer, to add into.
+template <class S>
+Tensor<S>& grad_to_write(VarImpl& v, bool& fresh) {
+  auto& g = v.grad.get<S>();
+  fresh = !g.defined() && v.grad_fn != nullptr;
+  if (fresh) g = Tensor<S>::uninitialized(v.shape, "ptk::grad");
+  return fresh ? g : grad_of<S>(v);
+}
+
 inline bool has_grad_buffer(VarImpl& v) {
   return on_device(v.device, [&](auto tag) { return v.grad.get<typename decltype(tag)::type>().defined(); });
 }

@@ -100,7 +100,7 @@ struct AttentionBackwardKV : AttentionBackwardBase<Space, Tune, E> {
       for_row_runs<Tune>(team, kcount, D, [&](int j, int d0, int d1) {
         E* g = head_row(grad, kv_head, k0 + j);
         const float* s = &sum(j, 0);
-        for (int d = d0; d < d1; ++d) g[d] = round_to<E>(widen(g[d]) + s[d]);
+        for (int d = d0; d < d1; ++d) g[d] = round_to<E>(this->accumulate ? widen(g[d]) + s[d] : s[d]);
       });
     };
     add_into(dk, dKs);
@@ -258,20 +258,21 @@ struct AttentionBackwardQ : AttentionBackwardBase<Space, Tune, E> {
     for_row_runs<Tune>(team, qcount, D, [&](int i, int d0, int d1) {
       E* g = head_row(dq, head, q0 + i);
       const float* s = &dQs(i, 0);
-      for (int d = d0; d < d1; ++d) g[d] = round_to<E>(widen(g[d]) + scale * s[d]);
+      for (int d = d0; d < d1; ++d) g[d] = round_to<E>(this->accumulate ? widen(g[d]) + scale * s[d] : scale * s[d]);
     });
   }
 };
 
 // dq [B,H,T,D], dk and dv [B,H/G,S,D] (heads views, heads.hpp: a gradient's rows in place) += the gradients of
 // attention_forward(out, lse, q, k, v, scale, causal) for the upstream gradient dout, from the forward's out and lse.
-// Any of dq, dk, dv may be an empty View (not wanted). Memory: the three kernels' team scratch plus one float per query row (Drow).
+// Any of dq, dk, dv may be an empty View (not wanted); with accumulate false they are written, not added to (each
+// element once: the kernels write every row of every gradient they are given). Memory: the three kernels' team scratch plus one float per query row (Drow).
 template <class Space, class Tune = Tuning<Space>, class E = float>
 void attention_backward(const HeadsOf<Space, E>& dq, const HeadsOf<Space, E>& dk, const HeadsOf<Space, E>& dv,
                         const Same<ConstHeadsOf<Space, E>>& dout, const Same<ConstHeadsOf<Space, E>>& q,
                         const Same<ConstHeadsOf<Space, E>>& k, const Same<ConstHeadsOf<Space, E>>& v,
                         const Same<ConstHeadsOf<Space, E>>& out, const ConstMatrix<Space>& lse, float scale,
-                        bool causal) {
+                        bool causal, bool accumulate = true) {
   const int heads = static_cast<int>(q.extent(0) * q.extent(1)), T = static_cast<int>(q.extent(2));
   const int kv_heads = static_cast<int>(k.extent(0) * k.extent(1)), S = static_cast<int>(k.extent(2));
   const int D = static_cast<int>(q.extent(3));
@@ -282,7 +283,8 @@ void attention_backward(const HeadsOf<Space, E>& dq, const HeadsOf<Space, E>& dk
   using Tiles = typename Tune::attention;
   if constexpr (!std::is_same_v<Tiles, typename Tiles::wide>) {
     if (D > Tiles::level0_head_dim)
-      return attention_backward<Space, WideHeads<Tune>, E>(dq, dk, dv, dout, q, k, v, out, lse, scale, causal);
+      return attention_backward<Space, WideHeads<Tune>, E>(dq, dk, dv, dout, q, k, v, out, lse, scale, causal,
+                                                           accumulate);
   }
   using KV = AttentionBackwardKV<Space, Tune, E>;
   using Q = AttentionBackwardQ<Space, Tune, E>;
@@ -300,7 +302,7 @@ void attention_backward(const HeadsOf<Space, E>& dq, const HeadsOf<Space, E>& dk
     const std::size_t bytes = scratch_bytes<KV>(Dp);
     const int level = level_for(bytes);
     KV kernel;
-    static_cast<Base&>(kernel) = Base{dout, q, k, v, lse, drow, scale, causal, T, S, D, Dp, level, group};
+    static_cast<Base&>(kernel) = Base{dout, q, k, v, lse, drow, scale, causal, T, S, D, Dp, level, group, accumulate};
     kernel.dk = dk;
     kernel.dv = dv;
     kernel.k_tiles = k_tiles;
@@ -312,7 +314,7 @@ void attention_backward(const HeadsOf<Space, E>& dq, const HeadsOf<Space, E>& dk
     const std::size_t bytes = scratch_bytes<Q>(Dp);
     const int level = level_for(bytes);
     Q kernel;
-    static_cast<Base&>(kernel) = Base{dout, q, k, v, lse, drow, scale, causal, T, S, D, Dp, level, group};
+    static_cast<Base&>(kernel) = Base{dout, q, k, v, lse, drow, scale, causal, T, S, D, Dp, level, group, accumulate};
     kernel.dq = dq;
     kernel.q_tiles = q_tiles;
     typename Q::Policy policy(heads * q_tiles, Tune::attention::team_size);
@@ -326,7 +328,7 @@ void attention_backward(const HeadsOf<Space, E>& dq, const HeadsOf<Space, E>& dk
 // Explicit instantiations (instances.hpp): compiled once, in src/ptk/kernels/inst/, for every space and tuning the
 // build has; declared extern here so that no other translation unit compiles these kernels again.
 #define PTK_ATTENTION_BACKWARD_ELEMENT_INSTANCE(EXT, Space, Tune, E) \
-  EXT template void attention_backward<Space, Tune, E>(const HeadsOf<Space, E>& dq, const HeadsOf<Space, E>& dk, const HeadsOf<Space, E>& dv, const Same<ConstHeadsOf<Space, E>>& dout, const Same<ConstHeadsOf<Space, E>>& q, const Same<ConstHeadsOf<Space, E>>& k, const Same<ConstHeadsOf<Space, E>>& v, const Same<ConstHeadsOf<Space, E>>& out, const ConstMatrix<Space>& lse, float scale, bool causal);
+  EXT template void attention_backward<Space, Tune, E>(const HeadsOf<Space, E>& dq, const HeadsOf<Space, E>& dk, const HeadsOf<Space, E>& dv, const Same<ConstHeadsOf<Space, E>>& dout, const Same<ConstHeadsOf<Space, E>>& q, const Same<ConstHeadsOf<Space, E>>& k, const Same<ConstHeadsOf<Space, E>>& v, const Same<ConstHeadsOf<Space, E>>& out, const ConstMatrix<Space>& lse, float scale, bool causal, bool accumulate);
 #define PTK_ATTENTION_BACKWARD_TUNED_INSTANCES(EXT, Space, Tune)           \
   PTK_ATTENTION_BACKWARD_ELEMENT_INSTANCE(EXT, Space, Tune, float)       \
   PTK_ATTENTION_BACKWARD_ELEMENT_INSTANCE(EXT, Space, Tune, ::ptk::bf16) \

@@ -82,6 +82,7 @@ struct AttentionBackwardBase {
   int T, S, D, Dp;  // Dp: D padded to a multiple of NR (zeros in scratch)
   int level;
   int group;  // query heads per kv head: query head h reads kv head h / group
+  bool accumulate;  // the gradients add the kernel's sums; false: they are written (their old values not read)
 
   // Keys [0, n) of the key tile at k0 are attended by row i of the query tile at q0 (as the forward).
   KOKKOS_INLINE_FUNCTION int valid_keys(int i, int q0, int qcount, int k0, int kcount) const {

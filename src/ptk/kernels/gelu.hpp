@@ -1,7 +1,8 @@
 #pragma once
 // gelu_forward: out[n] = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), the tanh form of GPT-2,
 // evaluated as x / (1 + exp(-2u)) (the same function) so that large negative x does not cancel.
-// gelu_backward: inp, dout [n] -> dinp[n] += dout · gelu'(x), gelu'(x) = s + x · 2u' · s (1 - s),
+// gelu_backward: inp, dout [n] -> dinp[n] += dout · gelu'(x) (accumulate; else dinp = dout · gelu'(x), not read),
+// gelu'(x) = s + x · 2u' · s (1 - s),
 // s = σ(2u), u = sqrt(2/pi) (x + 0.044715 x^3), u' = sqrt(2/pi) (1 + 3 · 0.044715 x^2).
 // E: the element type of every array (f32, bf16, f16): read exactly, computed in fp32, each output rounded once.
 #include <Kokkos_Core.hpp>
@@ -53,12 +54,20 @@ KOKKOS_INLINE_FUNCTION float gelu_grad(float v) {
 
 template <class Space, class Tune = Tuning<Space>, class E = float>
 void gelu_backward(const VectorOf<Space, E>& dinp, const Same<ConstVectorOf<Space, E>>& inp,
-                   const Same<ConstVectorOf<Space, E>>& dout) {
+                   const Same<ConstVectorOf<Space, E>>& dout, bool accumulate) {
   const E* x = inp.data();
   const E* dy = dout.data();
   E* dx = dinp.data();
-  elementwise<Space, typename Tune::rows>("ptk::gelu_backward", inp.extent(0), dx,
-                     KOKKOS_LAMBDA(const std::size_t i) { return compat::mul_add(widen(dy[i]), gelu_grad(widen(x[i])), widen(dx[i])); });
+  // Two loops, not a select on `accumulate` inside one: g++ left that loop scalar (10x slower).
+  if (accumulate) {
+    elementwise<Space, typename Tune::rows>("ptk::gelu_backward", inp.extent(0), dx, KOKKOS_LAMBDA(const std::size_t i) {
+      return compat::mul_add(widen(dy[i]), gelu_grad(widen(x[i])), widen(dx[i]));
+    });
+  } else {
+    elementwise<Space, typename Tune::rows>("ptk::gelu_backward", inp.extent(0), dx, KOKKOS_LAMBDA(const std::size_t i) {
+      return compat::mul_add(widen(dy[i]), gelu_grad(widen(x[i])), 0.0f);
+    });
+  }
 }
 
 }  // namespace ptk::kernels
@@ -67,7 +76,7 @@ void gelu_backward(const VectorOf<Space, E>& dinp, const Same<ConstVectorOf<Spac
 // build has; declared extern here so that no other translation unit compiles these kernels again.
 #define PTK_GELU_ELEMENT_INSTANCE(EXT, Space, Tune, E) \
   EXT template void gelu_forward<Space, Tune, E>(const VectorOf<Space, E>& out, const Same<ConstVectorOf<Space, E>>& inp); \
-  EXT template void gelu_backward<Space, Tune, E>(const VectorOf<Space, E>& dinp, const Same<ConstVectorOf<Space, E>>& inp, const Same<ConstVectorOf<Space, E>>& dout);
+  EXT template void gelu_backward<Space, Tune, E>(const VectorOf<Space, E>& dinp, const Same<ConstVectorOf<Space, E>>& inp, const Same<ConstVectorOf<Space, E>>& dout, bool accumulate);
 #define PTK_GELU_TUNED_INSTANCES(EXT, Space, Tune)           \
   PTK_GELU_ELEMENT_INSTANCE(EXT, Space, Tune, float)       \
   PTK_GELU_ELEMENT_INSTANCE(EXT, Space, Tune, ::ptk::bf16) \

@@ -25,11 +25,12 @@ Tensor<Space, E> silu(const Tensor<Space, E>& x) {
 }
 
 template <class Space, class Tune = kernels::Tuning<Space>, class E = float>
-void gelu_backward(const Tensor<Space, E>& dx, const Tensor<Space, E>& x, const Tensor<Space, E>& dy) {
+void gelu_backward(const Tensor<Space, E>& dx, const Tensor<Space, E>& x, const Tensor<Space, E>& dy,
+                   bool accumulate = true) {
   check_tensor("gelu_backward", "X", x, 0, INT_MAX);
   check_same_shape("gelu_backward", "dY", dy, "X", x);
   check_same_shape("gelu_backward", "dX", dx, "X", x);
-  kernels::gelu_backward<Space, Tune>(dx.flat(), x.flat(), dy.flat());
+  kernels::gelu_backward<Space, Tune>(dx.flat(), x.flat(), dy.flat(), accumulate);
 }
 
 template <class Space, class Tune = kernels::Tuning<Space>, class E = float>

@@ -10,7 +10,8 @@
 // the probabilities are rebuilt tile by tile from lse; memory O(B·H·T·D); deterministic, no atomics); a kv head's
 // dK and dV sum its query heads'. Over E as the forward: every tensor but lse stored as E, each gradient rounded once.
 // detail::attention_heads and detail::attention_backward_heads take heads views (kernels/heads.hpp) instead: a
-// projection's rows read, and the output's and the gradients' rows written, in place (the autograd's attention).
+// projection's rows read, and the output's and the gradients' rows written, in place (the autograd's attention;
+// its gradients may be written rather than added to: accumulate false).
 #include <climits>
 #include <cmath>
 #include <optional>
@@ -71,7 +72,7 @@ void attention_backward_heads(const kernels::HeadsOf<Space, E>& dq, const kernel
                               const Same<kernels::ConstHeadsOf<Space, E>>& k,
                               const Same<kernels::ConstHeadsOf<Space, E>>& v,
                               const Same<kernels::ConstHeadsOf<Space, E>>& out, const Tensor<Space>& lse,
-                              std::optional<float> scale, bool causal) {
+                              std::optional<float> scale, bool causal, bool accumulate = true) {
   const char* op = "attention_backward";
   const Shape qs = shape4(q), ks = shape4(k);
   check_grouped_heads(op, qs, ks, shape4(v), causal);
@@ -83,7 +84,8 @@ void attention_backward_heads(const kernels::HeadsOf<Space, E>& dq, const kernel
   if (dv.data()) check_like(op, "dV", shape4(dv), "", ks);
   kernels::attention_backward<Space, Tune, E>(dq, dk, dv, dout, q, k, v, out,
                                               ConstMatrix<Space>(lse.data(), qs[0] * qs[1], qs[2]),
-                                              scale.value_or(1.0f / std::sqrt(static_cast<float>(qs[3]))), causal);
+                                              scale.value_or(1.0f / std::sqrt(static_cast<float>(qs[3]))), causal,
+                                              accumulate);
 }
 }  // namespace detail
 
