@@ -54,7 +54,7 @@ KOKKOS_INLINE_FUNCTION float gelu_grad(float v) {
 
 template <class Space, class Tune = Tuning<Space>, class E = float>
 void gelu_backward(const VectorOf<Space, E>& dinp, const Same<ConstVectorOf<Space, E>>& inp,
-                   const Same<ConstVectorOf<Space, E>>& dout, bool accumulate) {
+                   const Same<ConstVectorOf<Space, E>>& dout, bool accumulate = true) {
   const E* x = inp.data();
   const E* dy = dout.data();
   E* dx = dinp.data();
