@@ -90,7 +90,8 @@ Var causal_attention(HeadColumns q, HeadColumns k, HeadColumns v, const HeadLayo
                          for (int j = i - 1; j >= 0; --j)
                            if (in[j] == in[i]) first[i] = j;
                          if (!in[i]->requires_grad) continue;
-                         Tensor<S>& g = first[i] == i ? grad_to_write<S>(*in[i], fresh[i]) : in[i]->grad.template get<S>();
+                         Tensor<S>& g =
+                             first[i] == i ? grad_to_write<S>(*in[i], fresh[i]) : in[i]->grad.template get<S>();
                          fresh[i] = fresh[first[i]];
                          all_fresh = all_fresh && fresh[i] &&
                                      tiles_columns(in, offsets, counts, D, in[i].get(), in[i]->shape.back());

@@ -266,7 +266,8 @@ struct AttentionBackwardQ : AttentionBackwardBase<Space, Tune, E> {
 // dq [B,H,T,D], dk and dv [B,H/G,S,D] (heads views, heads.hpp: a gradient's rows in place) += the gradients of
 // attention_forward(out, lse, q, k, v, scale, causal) for the upstream gradient dout, from the forward's out and lse.
 // Any of dq, dk, dv may be an empty View (not wanted); with accumulate false they are written, not added to (each
-// element once: the kernels write every row of every gradient they are given). Memory: the three kernels' team scratch plus one float per query row (Drow).
+// element once: the kernels write every row of every gradient they are given). Memory: the three kernels' team
+// scratch plus one float per query row (Drow).
 template <class Space, class Tune = Tuning<Space>, class E = float>
 void attention_backward(const HeadsOf<Space, E>& dq, const HeadsOf<Space, E>& dk, const HeadsOf<Space, E>& dv,
                         const Same<ConstHeadsOf<Space, E>>& dout, const Same<ConstHeadsOf<Space, E>>& q,

@@ -60,13 +60,15 @@ void gelu_backward(const VectorOf<Space, E>& dinp, const Same<ConstVectorOf<Spac
   E* dx = dinp.data();
   // Two loops, not a select on `accumulate` inside one: g++ left that loop scalar (10x slower).
   if (accumulate) {
-    elementwise<Space, typename Tune::rows>("ptk::gelu_backward", inp.extent(0), dx, KOKKOS_LAMBDA(const std::size_t i) {
-      return compat::mul_add(widen(dy[i]), gelu_grad(widen(x[i])), widen(dx[i]));
-    });
+    elementwise<Space, typename Tune::rows>(
+        "ptk::gelu_backward", inp.extent(0), dx,
+        KOKKOS_LAMBDA(const std::size_t i) {
+          return compat::mul_add(widen(dy[i]), gelu_grad(widen(x[i])), widen(dx[i]));
+        });
   } else {
-    elementwise<Space, typename Tune::rows>("ptk::gelu_backward", inp.extent(0), dx, KOKKOS_LAMBDA(const std::size_t i) {
-      return compat::mul_add(widen(dy[i]), gelu_grad(widen(x[i])), 0.0f);
-    });
+    elementwise<Space, typename Tune::rows>(
+        "ptk::gelu_backward", inp.extent(0), dx,
+        KOKKOS_LAMBDA(const std::size_t i) { return compat::mul_add(widen(dy[i]), gelu_grad(widen(x[i])), 0.0f); });
   }
 }
 

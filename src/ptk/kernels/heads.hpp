@@ -68,7 +68,9 @@ KOKKOS_INLINE_FUNCTION void for_row_runs(const Team& team, int rows, int D, cons
 template <class Tune, class Team, class View>
 KOKKOS_INLINE_FUNCTION void stage_transposed(const Team& team, const View& x, int head, int t0, int count, int cols,
                                              int D, int Dp, float scale, float* dst, int ldd) {
-  const auto value = [&](int j, int d) { return j < count && d < D ? widen(head_row(x, head, t0 + j)[d]) * scale : 0.0f; };
+  const auto value = [&](int j, int d) {
+    return j < count && d < D ? widen(head_row(x, head, t0 + j)[d]) * scale : 0.0f;
+  };
   if constexpr (Tune::host) {
     const int full_j = count / 16 * 16, full_d = D / 16 * 16;
     const std::size_t ld = x.stride(2);
