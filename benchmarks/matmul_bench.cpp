@@ -147,57 +147,38 @@ void register_batched(std::int64_t B, std::int64_t M, std::int64_t N, std::int64
 }
 
 // matmul_backward of C[M,N] = A[M,K] · B[K,N]: dA += dC · Bᵀ and dB += Aᵀ · dC, 4·M·N·K FLOPs; ptk's op (two
-// accumulating portable GEMMs) against the same two cblas_sgemm calls with beta = 1.
-void register_backward(std::int64_t M, std::int64_t N, std::int64_t K) {
-  const auto shape = "M=" + std::to_string(M) + ",N=" + std::to_string(N) + ",K=" + std::to_string(K);
+// accumulating portable GEMMs) against the same two cblas_sgemm calls with beta = 1. `linear`: a linear layer's
+// backward as the training step runs it (ag::linear), family linear_backward: dX += dY · W and dW += dYᵀ · X for
+// X[M,K] and a weight W[N,K] (matmul_backward with trans_b).
+void register_backward(std::int64_t M, std::int64_t N, std::int64_t K, bool linear = false) {
+  const auto shape =
+      "M=" + std::to_string(M) + ",N=" + std::to_string(N) + ",K=" + std::to_string(K) + (linear ? ",trans_b=1" : "");
+  const char* family = linear ? "linear_backward" : "matmul_backward";
   const double flops = 4.0 * M * N * K;
-  add("matmul_backward", "ptk", shape, Rate::gflops, flops, [=] {
-    const auto a = random_tensor({1, M, K}, 1), b = random_tensor({1, K, N}, 2), dc = random_tensor({1, M, N}, 3);
-    const Tensor<Space> da({1, M, K}), db({1, K, N});
+  const Shape b_shape = linear ? Shape{1, N, K} : Shape{1, K, N};
+  add(family, "ptk", shape, Rate::gflops, flops, [=] {
+    const auto a = random_tensor({1, M, K}, 1), b = random_tensor(b_shape, 2), dc = random_tensor({1, M, N}, 3);
+    const Tensor<Space> da({1, M, K}), db(b_shape);
     return std::function<void()>([=] {
       kernels::matmul_backward<Space>(da.batched_matrices(), db.batched_matrices(), dc.batched_matrices(),
-                                      a.batched_matrices(), b.batched_matrices(), false, false);
+                                      a.batched_matrices(), b.batched_matrices(), false, linear);
     });
   });
-  add("matmul_backward", "openblas", shape, Rate::gflops, flops, [=] {
-    auto host = std::make_shared<HostOperands>(M, N, K);  // c serves as dC
+  add(family, "openblas", shape, Rate::gflops, flops, [=] {
+    auto host = std::make_shared<HostOperands>(M, N, K);  // c serves as dC; b is W[N,K] for a linear layer
     auto grads = std::make_shared<std::vector<float>>(static_cast<std::size_t>(M * K + K * N), 0.0f);
     for (std::size_t i = 0; i < host->c.size(); ++i) host->c[i] = static_cast<float>(i % 11) / 11.0f - 0.5f;
     return std::function<void()>([=] {
       float* da = grads->data();
       float* db = da + M * K;
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, K, N, 1.0f, host->c.data(), N, host->b.data(), N, 1.0f,
-                  da, K);
-      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, K, N, M, 1.0f, host->a.data(), K, host->c.data(), N, 1.0f,
-                  db, N);
-    });
-  });
-}
-
-// A linear layer's backward as the training step runs it (ag::linear): dX = dY · W and dW += dYᵀ · X for X[M,K],
-// W[N,K] (kernels::matmul_backward with trans_b), against the same two cblas_sgemm calls.
-void register_linear_backward(std::int64_t M, std::int64_t N, std::int64_t K) {
-  const auto shape = "M=" + std::to_string(M) + ",N=" + std::to_string(N) + ",K=" + std::to_string(K) + ",trans_b=1";
-  const double flops = 4.0 * M * N * K;
-  add("linear_backward", "ptk", shape, Rate::gflops, flops, [=] {
-    const auto x = random_tensor({1, M, K}, 1), w = random_tensor({1, N, K}, 2), dy = random_tensor({1, M, N}, 3);
-    const Tensor<Space> dx({1, M, K}), dw({1, N, K});
-    return std::function<void()>([=] {
-      kernels::matmul_backward<Space>(dx.batched_matrices(), dw.batched_matrices(), dy.batched_matrices(),
-                                      x.batched_matrices(), w.batched_matrices(), false, true);
-    });
-  });
-  add("linear_backward", "openblas", shape, Rate::gflops, flops, [=] {
-    auto host = std::make_shared<HostOperands>(M, N, K);  // a: X[M,K], b: W[N,K], c: dY[M,N]
-    auto grads = std::make_shared<std::vector<float>>(static_cast<std::size_t>(M * K + N * K), 0.0f);
-    for (std::size_t i = 0; i < host->c.size(); ++i) host->c[i] = static_cast<float>(i % 11) / 11.0f - 0.5f;
-    return std::function<void()>([=] {
-      float* dx = grads->data();
-      float* dw = dx + M * K;
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, K, N, 1.0f, host->c.data(), N, host->b.data(), K, 1.0f,
-                  dx, K);
-      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, N, K, M, 1.0f, host->c.data(), N, host->a.data(), K, 1.0f,
-                  dw, K);
+      const float* dc = host->c.data();
+      if (linear) {  // dX = dY · W, dW += dYᵀ · X
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, K, N, 1.0f, dc, N, host->b.data(), K, 1.0f, da, K);
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, N, K, M, 1.0f, dc, N, host->a.data(), K, 1.0f, db, K);
+      } else {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, K, N, 1.0f, dc, N, host->b.data(), N, 1.0f, da, K);
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, K, N, M, 1.0f, host->a.data(), K, dc, N, 1.0f, db, N);
+      }
     });
   });
 }
@@ -228,7 +209,7 @@ void register_matmul() {
   if (!sweep().quick)
     for (auto [N, K] : std::vector<std::array<std::int64_t, 2>>{{1152, 384}, {384, 384}, {1536, 384}, {384, 1536}}) {
       register_linear(2048, N, K);
-      register_linear_backward(2048, N, K);
+      register_backward(2048, N, K, true);
     }
   // GPT-2 small attention heads (T = 256, D = 64) over B·H = 48: scores QKᵀ and P·V.
   register_batched(48, 256, 256, 64, true);
