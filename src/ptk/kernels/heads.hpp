@@ -72,6 +72,7 @@ KOKKOS_INLINE_FUNCTION void stage_transposed(const Team& team, const View& x, in
     return j < count && d < D ? widen(head_row(x, head, t0 + j)[d]) * scale : 0.0f;
   };
   if constexpr (Tune::host) {
+    static_assert(Tune::attention::team_size == 1, "the host stages a tile on the team's one thread");
     const int full_j = count / 16 * 16, full_d = D / 16 * 16;
     const std::size_t ld = x.stride(2);
     for (int j0 = 0; j0 < full_j; j0 += 16)
