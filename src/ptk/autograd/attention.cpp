@@ -6,7 +6,6 @@
 #include <memory>
 #include <optional>
 #include <utility>
-#include <vector>
 
 #include "ptk/autograd/functions.hpp"
 #include "ptk/autograd/op_support.hpp"
@@ -42,14 +41,15 @@ kernels::Heads<S> heads_in(const Tensor<S>& rows, int offset, int count, int D) 
 // exactly (no gap, no overlap): only then do the kernels write every element of t's gradient, once.
 bool tiles_columns(const std::array<std::shared_ptr<VarImpl>, 3>& in, const int (&offsets)[3], const int (&counts)[3],
                    int D, const VarImpl* t, std::int64_t W) {
-  std::vector<std::pair<std::int64_t, std::int64_t>> runs;
+  std::array<std::pair<std::int64_t, std::int64_t>, 3> runs;
+  int n = 0;
   for (int i = 0; i < 3; ++i)
-    if (in[i].get() == t) runs.emplace_back(offsets[i], offsets[i] + static_cast<std::int64_t>(counts[i]) * D);
-  std::sort(runs.begin(), runs.end());
+    if (in[i].get() == t) runs[n++] = {offsets[i], offsets[i] + static_cast<std::int64_t>(counts[i]) * D};
+  std::sort(runs.begin(), runs.begin() + n);
   std::int64_t end = 0;
-  for (const auto& [begin, stop] : runs) {
-    if (begin != end) return false;
-    end = stop;
+  for (int r = 0; r < n; ++r) {
+    if (runs[r].first != end) return false;
+    end = runs[r].second;
   }
   return end == W;
 }
