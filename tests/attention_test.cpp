@@ -88,13 +88,13 @@ double score_bound(const std::vector<float>& q, const std::vector<float>& k, con
   return std::fabs(scale) * bound;
 }
 
-// E: the element type of Q, K, V and O (f32, bf16, f16); the oracle runs on the stored inputs, O carries one more
-// rounding (stored_output), lse is fp32 in every type.
-template <class Space, class Tune, class E = float>
+// E: the element type of Q and O, EKV of K and V (f32, bf16, f16; f32 queries over a 16-bit KV cache); the oracle
+// runs on the stored inputs, O carries one more rounding (stored_output), lse is fp32 in every type.
+template <class Space, class Tune, class E = float, class EKV = E>
 void check_attention(const AttentionCase& c, std::vector<float> q, std::vector<float> k, std::vector<float> v) {
   round_in_place<E>(q);
-  round_in_place<E>(k);
-  round_in_place<E>(v);
+  round_in_place<EKV>(k);
+  round_in_place<EKV>(v);
   const Shape q_shape{c.B, c.H, c.T, c.D}, kv_shape{c.B, c.Hkv(), c.S, c.D}, lse_shape{c.B, c.H, c.T};
   const float scale = c.scale != 0 ? c.scale : 1.0f / std::sqrt(static_cast<float>(c.D));
   std::vector<float> want(q.size()), want_lse(static_cast<std::size_t>(c.B * c.H * c.T));
@@ -103,15 +103,15 @@ void check_attention(const AttentionCase& c, std::vector<float> q, std::vector<f
                                c.D, scale, c.causal);
 
   const auto r = ops::attention<Space, Tune>(
-      Tensor<Space, E>::from_host(q_shape, rounded<E>(q)), Tensor<Space, E>::from_host(kv_shape, rounded<E>(k)),
-      Tensor<Space, E>::from_host(kv_shape, rounded<E>(v)), c.scale != 0 ? std::optional<float>(c.scale) : std::nullopt,
+      Tensor<Space, E>::from_host(q_shape, rounded<E>(q)), Tensor<Space, EKV>::from_host(kv_shape, rounded<EKV>(k)),
+      Tensor<Space, EKV>::from_host(kv_shape, rounded<EKV>(v)), c.scale != 0 ? std::optional<float>(c.scale) : std::nullopt,
       c.causal);
   ASSERT_EQ(r.lse.shape(), lse_shape);
   const double bound = std::max(1.0, score_bound(q, k_all, c, scale));
   EXPECT_TRUE(all_close(values_of(r.out.to_vector()), want, q_shape, stored_output<E>(tolerance::attention(c.D, c.S, bound))))
-      << Space::name() << ' ' << element_name<E>() << " out";
+      << Space::name() << ' ' << element_name<E>() << '/' << element_name<EKV>() << " out";
   EXPECT_TRUE(all_close(r.lse.to_vector(), want_lse, lse_shape, tolerance::attention_lse(c.D, c.S, bound)))
-      << Space::name() << ' ' << element_name<E>() << " lse";
+      << Space::name() << ' ' << element_name<E>() << '/' << element_name<EKV>() << " lse";
 }
 
 class AttentionParity : public ::testing::TestWithParam<AttentionCase> {};
@@ -144,7 +144,11 @@ TEST_P(AttentionParity, Forward16Bit) {
   if (!small_case(c)) GTEST_SKIP() << "larger than the 16-bit runs' 2^22 products";
   const auto in = random_inputs(c);
   for_each_space_16bit([&](auto space, auto e) {
-    check_attention<typename decltype(space)::type, typename decltype(space)::tune, typename decltype(e)::type>(c, in.q, in.k, in.v);
+    using Space = typename decltype(space)::type;
+    using Tune = typename decltype(space)::tune;
+    using E = typename decltype(e)::type;
+    check_attention<Space, Tune, E>(c, in.q, in.k, in.v);
+    check_attention<Space, Tune, float, E>(c, in.q, in.k, in.v);  // f32 queries over a 16-bit KV cache, in place
   });
 }
 

@@ -12,6 +12,7 @@
 #include "ptk/kernels/matmul_decode.hpp"
 #include "ptk/nn/inference.hpp"
 #include "ptk/ops/convert.hpp"
+#include "ptk/reference/attention.hpp"
 #include "ptk/reference/gpt.hpp"
 #include "ptk/reference/llama.hpp"
 
@@ -217,25 +218,50 @@ void check_kv_cache_type() {
 TEST(Inference, Bf16KvCacheIsReadAsBf16) { check_kv_cache_type<bf16>(); }
 TEST(Inference, F16KvCacheIsReadAsF16) { check_kv_cache_type<f16>(); }
 
-// A prompt longer than the tuning's prefill_rows takes flash attention (autograd/inference.cpp): over the keys and
-// values in an f32 cache (checked against the oracle by the tests above, prefill block − 1), and from k's and v's
-// rows where the cache is 16-bit, so that the prompt attends unrounded keys as with an f32 cache: the same logits,
-// bit for bit (the same kernel over the same values).
-TEST(Inference, LongPrefillOverA16BitCacheReadsTheRows) {
-  const int P = 1 + ag::prefill_rows(kHost);
-  nn::DecoderConfig c{2, 4, 64, P + 1, 29};
-  c.arch = nn::Arch::llama;
-  c.n_kv_head = 2;
-  nn::Decoder model(c, kHost, 15);
-  randomize(model);
-  const auto prompt = random_tokens(static_cast<std::size_t>(2 * P), c.vocab_size, 9);
-  nn::KvCache f32 = nn::make_kv_cache(model, 2, P + 1);
-  const auto want = nn::forward_cached(model, f32, prompt, P, /*all_positions=*/true).values();
-  for (const DType t : {DType::bf16, DType::f16}) {
-    nn::KvCache cache = nn::make_kv_cache(model, 2, P + 1, t);
-    EXPECT_EQ(nn::forward_cached(model, cache, prompt, P, /*all_positions=*/true).values(), want) << dtype_name(t);
-  }
+// A first call of cached_attention with more tokens than the tuning's prefill_rows takes flash attention
+// (autograd/inference.cpp), over the keys and values as the cache stores them: with a 16-bit cache, the rounded values
+// that every later step reads. Against the oracle over q and the rounded k and v (grouped heads, causal), within
+// attention's fp32 tolerance: attending k's and v's unrounded rows instead misses it by the cache's rounding (bf16:
+// ~2^-9 of |v|, f16: ~2^-12, against a tolerance near 2^-17 here).
+template <class E>
+void check_long_prefill_cache() {
+  const int B = 2, H = 4, Hkv = 2, D = 16, T = 1 + ag::prefill_rows(kHost);
+  const auto q = uniform(B * T * H * D, -1, 1, "prefill-q"), k = uniform(B * T * Hkv * D, -1, 1, "prefill-k"),
+             v = uniform(B * T * Hkv * D, -1, 1, "prefill-v");
+  const auto qr = ag::Var::from_vector({B, T, H * D}, q, kHost), kr = ag::Var::from_vector({B, T, Hkv * D}, k, kHost),
+             vr = ag::Var::from_vector({B, T, Hkv * D}, v, kHost);
+  ag::Var k_cache = ag::Var::zeros({B, Hkv, T, D}, kHost), v_cache = ag::Var::zeros({B, Hkv, T, D}, kHost);
+  k_cache.store_as(Element<E>::dtype);
+  v_cache.store_as(Element<E>::dtype);
+  const auto got = ag::cached_attention({qr, 0}, {kr, 0}, {vr, 0}, {H, Hkv, D}, k_cache, v_cache, 0).values();
+  // The oracle's [B, H, T, D] heads from the [B, T, heads · D] rows; query head h reads kv head h / (H / Hkv).
+  const auto kr16 = values_of(rounded<E>(k)), vr16 = values_of(rounded<E>(v));
+  std::vector<float> qh(q.size()), kh(q.size()), vh(q.size()), want(q.size()), lse(static_cast<std::size_t>(B * H * T));
+  for (int b = 0; b < B; ++b)
+    for (int h = 0; h < H; ++h)
+      for (int t = 0; t < T; ++t)
+        for (int d = 0; d < D; ++d) {
+          const auto at = static_cast<std::size_t>(((b * H + h) * T + t) * D + d);
+          const auto kv = static_cast<std::size_t>((b * T + t) * Hkv * D + h / (H / Hkv) * D + d);
+          qh[at] = q[static_cast<std::size_t>((b * T + t) * H * D + h * D + d)];
+          kh[at] = kr16[kv];
+          vh[at] = vr16[kv];
+        }
+  const float scale = 1.0f / std::sqrt(static_cast<float>(D));
+  reference::attention_forward(want.data(), lse.data(), qh.data(), kh.data(), vh.data(), B, H, T, T, D, scale, true);
+  std::vector<float> got_heads(got.size());  // y's rows [B, T, H · D] as heads
+  for (int b = 0; b < B; ++b)
+    for (int h = 0; h < H; ++h)
+      for (int t = 0; t < T; ++t)
+        for (int d = 0; d < D; ++d)
+          got_heads[static_cast<std::size_t>(((b * H + h) * T + t) * D + d)] =
+              got[static_cast<std::size_t>((b * T + t) * H * D + h * D + d)];
+  EXPECT_TRUE(all_close(got_heads, want, {B, H, T, D}, tolerance::attention(D, T, scale * D)))
+      << dtype_name(Element<E>::dtype) << " cache";
 }
+
+TEST(Inference, LongPrefillReadsABf16CacheAsStored) { check_long_prefill_cache<bf16>(); }
+TEST(Inference, LongPrefillReadsAnF16CacheAsStored) { check_long_prefill_cache<f16>(); }
 
 // A width that is not whole blocks of 32 cannot be stored as q8_0 or q4_0: the first weight's conversion refuses
 // in one line (ptk generate exits 2 with it).

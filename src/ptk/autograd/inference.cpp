@@ -2,6 +2,7 @@
 #include "ptk/autograd/inference.hpp"
 
 #include <optional>
+#include <type_traits>
 
 #include "ptk/autograd/storage.hpp"
 #include "ptk/kernels/heads.hpp"
@@ -80,14 +81,12 @@ Var cached_attention(HeadColumns q, HeadColumns k, HeadColumns v, const HeadLayo
     });
   });
   // A long prefill (more than the tuning's prefill_rows) has nothing before the new tokens: they attend only each
-  // other, through flash attention. With an f32 cache it reads the keys and values there, where a head's positions
-  // lie together (in k's rows they are a row of W columns apart: 2-3 % slower at 2048 tokens, docs/benchmarks.md);
-  // with a 16-bit cache (not q's type) from k's rows, rotated in place by the append, and v's.
+  // other, through flash attention; a short one and decode through the decode kernel. Either way q is read from its
+  // rows and the output written into y's rows in place (strided heads), and the keys and values are read from the
+  // cache as it is stored (a 16-bit cache's values, as every later step reads them), where a head's positions lie
+  // together (in k's rows they are a row of W columns apart: 2-3 % slower at 2048 tokens, docs/benchmarks.md).
   const Device device = k_cache.device();
   const bool flash = pos == 0 && Tn > prefill_rows(device);
-  if (flash && k_cache.dtype() != DType::f32) return causal_attention(q, k, v, layout);
-  // Decode, a short prefill and an f32 cache's long one: q read from its rows and the output written into y's rows
-  // in place (strided heads), the keys and values from the cache.
   require(H > 0 && q.offset >= 0 && q.offset + H * D <= qs[2], op, ": ", H, " query heads of ", D, " from column ",
           q.offset, " do not fit q rows ", qs);
   return on_compute(device, [&](auto tag) {
@@ -99,17 +98,19 @@ Var cached_attention(HeadColumns q, HeadColumns k, HeadColumns v, const HeadLayo
     auto lse = Tensor<S>::uninitialized({B, H, Tn}, "ptk::decode_attention_lse");
     const auto y_heads = kernels::heads_of<S>(y.data(), b, tn, h * d, 0, h, d);
     const auto q_heads = kernels::heads_of<S>(q_rows.data(), b, tn, static_cast<int>(q_rows.dim(2)), q.offset, h, d);
-    if (flash) {
-      const auto first = [tn](const Var& cache) {  // the cache's positions [0, Tn)
-        return Kokkos::subview(kernels::heads_of(ops::detail::as4(data_of<S>(cache))), Kokkos::ALL, Kokkos::ALL,
-                               std::make_pair(0, tn), Kokkos::ALL);
-      };
-      ops::detail::attention_heads<S, Tune>(y_heads, lse, q_heads, first(k_cache), first(v_cache), std::nullopt, true);
-    } else {
-      with_caches<S>(k_cache, v_cache, [&](const auto& kc, const auto& vc) {
+    with_caches<S>(k_cache, v_cache, [&](const auto& kc, const auto& vc) {
+      if (flash) {
+        using EKV = typename std::decay_t<decltype(kc)>::value_type;
+        const auto first = [tn](const auto& cache) {  // the cache's positions [0, Tn)
+          return Kokkos::subview(kernels::heads_of(ops::detail::as4(cache)), Kokkos::ALL, Kokkos::ALL,
+                                 std::make_pair(0, tn), Kokkos::ALL);
+        };
+        ops::detail::attention_heads<S, Tune, float, EKV>(y_heads, lse, q_heads, first(kc), first(vc), std::nullopt,
+                                                          true);
+      } else {
         ops::detail::decode_attention_heads<S, Tune>(y_heads, lse, q_heads, kc, vc, pos + Tn, std::nullopt, 0);
-      });
-    }
+      }
+    });
     return wrap<S>(y, device);
   });
 }

@@ -14,10 +14,10 @@ namespace ptk::ag {
 // positions pos … pos + Tn − 1, then attends the new queries (q: layout.heads heads) to cache positions
 // 0 … pos + Tn − 1, causally (query t sees the keys up to its own position); query head h reads kv head
 // h / (heads / kv_heads). Returns [B, Tn, heads·D]. A first call (pos = 0) with more tokens than the tuning's
-// decode_attention::prefill_rows (prefill_rows below) is a long prefill: flash attention over the new tokens, reading
-// an f32 cache's keys and values, a 16-bit cache's from k's and v's rows (the prompt attends them unrounded); every
-// other call runs the split-KV decode attention over the cache, where a group's query heads share each read of a
-// key. The caches are f32, or bf16 or f16 (Var::store_as): the new keys and values are rounded into them. With
+// decode_attention::prefill_rows (prefill_rows below) is a long prefill: flash attention over the new tokens; every
+// other call runs the split-KV decode attention, where a group's query heads share each read of a key. Both read the
+// keys and values in the cache as it is stored: f32, or bf16 or f16 (Var::store_as), into which the new keys and
+// values are rounded, so that a prompt attends the values its later tokens will. With
 // rope_base, q's and k's heads are first rotated in place (rope at positions pos …, in the pass that appends them:
 // ops::rope_kv_cache_append), so q.rows and k.rows must be this call's own (a decode step's projections).
 Var cached_attention(HeadColumns q, HeadColumns k, HeadColumns v, const HeadLayout& layout, const Var& k_cache,

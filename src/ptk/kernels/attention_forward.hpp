@@ -3,8 +3,8 @@
 // over the attended keys, for q[B,H,T,D], k and v [B,H/G,S,D] (query head h reads kv head h/G: grouped-query
 // attention, G = 1 for plain multi-head); causal (needs T == S) lets query t see keys j <= t. q, k, v and out are
 // heads views (heads.hpp): a projection's rows are read, and the output's rows written, in place.
-// E: the element type of q, k, v and out (f32, bf16, f16): widened as the tiles are copied, every sum and lse fp32,
-// out rounded once.
+// E: the element type of q and out, EKV of k and v (f32, bf16, f16; EKV is E, or a 16-bit KV cache read in place by
+// f32 queries): widened as the tiles are copied, every sum and lse fp32, out rounded once.
 #include <Kokkos_Core.hpp>
 
 #include <type_traits>
@@ -27,7 +27,7 @@ namespace ptk::kernels {
 // multiplied by 0, so a NaN or inf in a masked row of k or v cannot reach the output).
 // Special values follow the softmax kernel: a NaN score makes its row NaN; a row whose attended
 // scores are all −inf gives 0 and lse = −inf.
-template <class Space, class Tune = Tuning<Space>, class E = float>
+template <class Space, class Tune = Tuning<Space>, class E = float, class EKV = E>
 struct AttentionForward {
   using Tiles = typename Tune::attention;
   static constexpr int BQ = Tiles::query_rows, BK = Tiles::key_rows, MR = Tiles::micro_rows, NR = Tiles::micro_cols;
@@ -39,7 +39,8 @@ struct AttentionForward {
 
   HeadsOf<Space, E> out;
   Matrix<Space> lse;
-  ConstHeadsOf<Space, E> q, k, v;
+  ConstHeadsOf<Space, E> q;
+  ConstHeadsOf<Space, EKV> k, v;
   float scale;
   bool causal;
   int T, S, D, Dp;  // Dp: D padded to a multiple of NR (zeros in scratch)
@@ -108,7 +109,7 @@ struct AttentionForward {
       Kokkos::parallel_for(Kokkos::TeamThreadRange(team, BK), [&](int j) {
         float* vs = &Vs(j, 0);
         const int n = j < kcount ? D : 0;
-        const E* vg = n ? head_row(v, head / group, k0 + j) : nullptr;
+        const EKV* vg = n ? head_row(v, head / group, k0 + j) : nullptr;
         for (int d = 0; d < n; ++d) vs[d] = widen(vg[d]);
         for (int d = n; d < Dp; ++d) vs[d] = 0.0f;
       });
@@ -238,16 +239,16 @@ struct AttentionForward {
 
 // out[B,H,T,D], lse[B·H,T] from q[B,H,T,D], k and v [B,H/G,S,D] (flat head b·H + h reads kv head (b·H + h)/G =
 // b·H/G + h/G).
-template <class Space, class Tune = Tuning<Space>, class E = float>
+template <class Space, class Tune = Tuning<Space>, class E = float, class EKV = E>
 void attention_forward(const HeadsOf<Space, E>& out, const Matrix<Space>& lse, const Same<ConstHeadsOf<Space, E>>& q,
-                       const Same<ConstHeadsOf<Space, E>>& k, const Same<ConstHeadsOf<Space, E>>& v, float scale,
+                       const Same<ConstHeadsOf<Space, EKV>>& k, const Same<ConstHeadsOf<Space, EKV>>& v, float scale,
                        bool causal) {
-  using Kernel = AttentionForward<Space, Tune, E>;
+  using Kernel = AttentionForward<Space, Tune, E, EKV>;
   const int heads = static_cast<int>(q.extent(0) * q.extent(1)), T = static_cast<int>(q.extent(2));
   const int S = static_cast<int>(k.extent(2)), D = static_cast<int>(q.extent(3));
   using Tiles = typename Tune::attention;
   if constexpr (!std::is_same_v<Tiles, typename Tiles::wide>) {
-    if (D > Tiles::level0_head_dim) return attention_forward<Space, WideHeads<Tune>, E>(out, lse, q, k, v, scale, causal);
+    if (D > Tiles::level0_head_dim) return attention_forward<Space, WideHeads<Tune>, E, EKV>(out, lse, q, k, v, scale, causal);
   }
   const int Dp = (D + Kernel::NR - 1) / Kernel::NR * Kernel::NR;
   const int q_tiles = (T + Kernel::BQ - 1) / Kernel::BQ;
@@ -264,12 +265,15 @@ void attention_forward(const HeadsOf<Space, E>& out, const Matrix<Space>& lse, c
 
 // Explicit instantiations (instances.hpp): compiled once, in src/ptk/kernels/inst/, for every space and tuning the
 // build has; declared extern here so that no other translation unit compiles these kernels again.
-#define PTK_ATTENTION_FORWARD_ELEMENT_INSTANCE(EXT, Space, Tune, E) \
-  EXT template void attention_forward<Space, Tune, E>(const HeadsOf<Space, E>& out, const Matrix<Space>& lse, const Same<ConstHeadsOf<Space, E>>& q, const Same<ConstHeadsOf<Space, E>>& k, const Same<ConstHeadsOf<Space, E>>& v, float scale, bool causal);
-#define PTK_ATTENTION_FORWARD_TUNED_INSTANCES(EXT, Space, Tune)           \
-  PTK_ATTENTION_FORWARD_ELEMENT_INSTANCE(EXT, Space, Tune, float)       \
-  PTK_ATTENTION_FORWARD_ELEMENT_INSTANCE(EXT, Space, Tune, ::ptk::bf16) \
-  PTK_ATTENTION_FORWARD_ELEMENT_INSTANCE(EXT, Space, Tune, ::ptk::f16)
+#define PTK_ATTENTION_FORWARD_ELEMENT_INSTANCE(EXT, Space, Tune, E, EKV) \
+  EXT template void attention_forward<Space, Tune, E, EKV>(const HeadsOf<Space, E>& out, const Matrix<Space>& lse, const Same<ConstHeadsOf<Space, E>>& q, const Same<ConstHeadsOf<Space, EKV>>& k, const Same<ConstHeadsOf<Space, EKV>>& v, float scale, bool causal);
+// q, k, v of one type, and f32 queries over a 16-bit KV cache (a long prefill reads the cache in place).
+#define PTK_ATTENTION_FORWARD_TUNED_INSTANCES(EXT, Space, Tune)                        \
+  PTK_ATTENTION_FORWARD_ELEMENT_INSTANCE(EXT, Space, Tune, float, float)             \
+  PTK_ATTENTION_FORWARD_ELEMENT_INSTANCE(EXT, Space, Tune, ::ptk::bf16, ::ptk::bf16) \
+  PTK_ATTENTION_FORWARD_ELEMENT_INSTANCE(EXT, Space, Tune, ::ptk::f16, ::ptk::f16)   \
+  PTK_ATTENTION_FORWARD_ELEMENT_INSTANCE(EXT, Space, Tune, float, ::ptk::bf16)       \
+  PTK_ATTENTION_FORWARD_ELEMENT_INSTANCE(EXT, Space, Tune, float, ::ptk::f16)
 namespace ptk::kernels {
 PTK_FOR_EACH_CONFIG(PTK_ATTENTION_FORWARD_TUNED_INSTANCES, extern)
 }  // namespace ptk::kernels

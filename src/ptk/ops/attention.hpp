@@ -4,8 +4,8 @@
 // scale defaults to 1/sqrt(D); causal needs T == S. Also returns lse[B,H,T], the natural log of each
 // row's softmax denominator Σ_j exp(scale · q·k_j) over the attended keys (−inf for a row with none),
 // which the backward pass uses to recompute the probabilities. Memory is O(B·H·T·D): the [T,S]
-// score matrix is never stored. E (f32, bf16, f16): the element type of Q, K, V and O; the arithmetic and lse are
-// fp32, O is rounded once.
+// score matrix is never stored. E (f32, bf16, f16): the element type of Q and O, EKV that of K and V (E, or bf16 or
+// f16 under f32 queries: a 16-bit KV cache read as it is stored); the arithmetic and lse are fp32, O is rounded once.
 // attention_backward: dQ, dK, dV += the gradients for an upstream dO, from the forward's O and lse (flash-style:
 // the probabilities are rebuilt tile by tile from lse; memory O(B·H·T·D); deterministic, no atomics); a kv head's
 // dK and dV sum its query heads'. Over E as the forward: every tensor but lse stored as E, each gradient rounded once.
@@ -15,6 +15,7 @@
 #include <climits>
 #include <cmath>
 #include <optional>
+#include <type_traits>
 
 #include "ptk/kernels/attention.hpp"
 #include "ptk/ops/checks.hpp"
@@ -51,16 +52,17 @@ inline void check_like(const char* op, const char* name, const Shape& got, const
 }
 
 // out, lse from heads views (see the top of this file); lse [B,H,T].
-template <class Space, class Tune = kernels::Tuning<Space>, class E = float>
+template <class Space, class Tune = kernels::Tuning<Space>, class E = float, class EKV = E>
 void attention_heads(const kernels::HeadsOf<Space, E>& out, const Tensor<Space>& lse,
-                     const Same<kernels::ConstHeadsOf<Space, E>>& q, const Same<kernels::ConstHeadsOf<Space, E>>& k,
-                     const Same<kernels::ConstHeadsOf<Space, E>>& v, std::optional<float> scale, bool causal) {
+                     const Same<kernels::ConstHeadsOf<Space, E>>& q, const Same<kernels::ConstHeadsOf<Space, EKV>>& k,
+                     const Same<kernels::ConstHeadsOf<Space, EKV>>& v, std::optional<float> scale, bool causal) {
+  static_assert(std::is_same_v<E, EKV> || std::is_same_v<E, float>, "K and V as Q, or 16-bit under f32 queries");
   const char* op = "attention";
   const Shape qs = shape4(q);
   check_grouped_heads(op, qs, shape4(k), shape4(v), causal);
   check_like(op, "O", shape4(out), "Q's ", qs);
   check_like(op, "lse", lse.shape(), "[B,H,T] = ", {qs[0], qs[1], qs[2]});
-  kernels::attention_forward<Space, Tune, E>(out, Matrix<Space>(lse.data(), qs[0] * qs[1], qs[2]), q, k, v,
+  kernels::attention_forward<Space, Tune, E, EKV>(out, Matrix<Space>(lse.data(), qs[0] * qs[1], qs[2]), q, k, v,
                                              scale.value_or(1.0f / std::sqrt(static_cast<float>(qs[3]))), causal);
 }
 
@@ -95,8 +97,8 @@ struct AttentionOutputs {
   Tensor<Space> lse;
 };
 
-template <class Space, class Tune = kernels::Tuning<Space>, class E = float>
-AttentionOutputs<Space, E> attention(const Tensor<Space, E>& q, const Tensor<Space, E>& k, const Tensor<Space, E>& v,
+template <class Space, class Tune = kernels::Tuning<Space>, class E = float, class EKV = E>
+AttentionOutputs<Space, E> attention(const Tensor<Space, E>& q, const Tensor<Space, EKV>& k, const Tensor<Space, EKV>& v,
                                      std::optional<float> scale = std::nullopt, bool causal = false) {
   check_tensor("attention", "Q", q, 4, 4);
   check_tensor("attention", "K", k, 4, 4);
@@ -105,8 +107,8 @@ AttentionOutputs<Space, E> attention(const Tensor<Space, E>& q, const Tensor<Spa
   AttentionOutputs<Space, E> r{Tensor<Space, E>::uninitialized(q.shape(), "ptk::attention"),
                                Tensor<Space>::uninitialized({q.dim(0), q.dim(1), q.dim(2)}, "ptk::attention_lse")};
   using kernels::heads_of, detail::as4;
-  detail::attention_heads<Space, Tune, E>(heads_of(as4(r.out)), r.lse, heads_of(as4(q)), heads_of(as4(k)),
-                                          heads_of(as4(v)), scale, causal);
+  detail::attention_heads<Space, Tune, E, EKV>(heads_of(as4(r.out)), r.lse, heads_of(as4(q)), heads_of(as4(k)),
+                                               heads_of(as4(v)), scale, causal);
   return r;
 }
 
