@@ -10,6 +10,7 @@
 #include "ptk/core/dtype.hpp"
 #include "ptk/core/tensor.hpp"
 #include "ptk/kernels/detail/load.hpp"
+#include "ptk/kernels/detail/memory_hints.hpp"
 #include "ptk/kernels/instances.hpp"
 
 namespace ptk::kernels {
@@ -104,8 +105,8 @@ struct KvSplit {
 
   KOKKOS_INLINE_FUNCTION void operator()(const int b, const int h, const int t) const {
     const int D = static_cast<int>(k_heads.extent(3));
-    for (int d = 0; d < D; ++d) k_heads(b, h, t0 + t, d) = round_to<E>(k_rows(b, t, k_offset + h * D + d));
-    for (int d = 0; d < D; ++d) v_heads(b, h, t0 + t, d) = round_to<E>(v_rows(b, t, v_offset + h * D + d));
+    store_rounded_run(&k_heads(b, h, t0 + t, 0), &k_rows(b, t, k_offset + h * D), D);
+    store_rounded_run(&v_heads(b, h, t0 + t, 0), &v_rows(b, t, v_offset + h * D), D);
   }
 };
 

@@ -6,6 +6,7 @@
 #include <Kokkos_Core.hpp>
 
 #include "ptk/core/tensor.hpp"
+#include "ptk/kernels/detail/memory_hints.hpp"
 #include "ptk/kernels/instances.hpp"
 
 namespace ptk::kernels {
@@ -85,13 +86,11 @@ struct RopeKvAppend {
       rotate(x[i], x[i + half], cos_table(t, i), sin_table(t, i), y1, y2);
       x[i] = y1;
       x[i + half] = y2;
-      if (!query) {
-        k_cache(b, h, t0 + t, i) = round_to<E>(y1);
-        k_cache(b, h, t0 + t, i + half) = round_to<E>(y2);
-      }
     }
-    if (!query)
-      for (int d = 0; d < D; ++d) v_cache(b, h, t0 + t, d) = round_to<E>(v_rows(b, t, v_offset + h * D + d));
+    if (!query) {
+      store_rounded_run(&k_cache(b, h, t0 + t, 0), x, D);
+      store_rounded_run(&v_cache(b, h, t0 + t, 0), &v_rows(b, t, v_offset + h * D), D);
+    }
   }
 };
 
