@@ -204,6 +204,10 @@ void register_matmul() {
     for (auto [N, K] : std::vector<std::array<std::int64_t, 2>>{{4096, 4096}, {11008, 4096}, {4096, 11008}, {5632, 2048}})
       for (std::int64_t M : {16, 32, 64, 128, 512}) register_linear(M, N, K);
   }
+  // Ragged edges: TinyLlama's fused q, k, v projection (2048 + 2 x 256 columns: a 16-wide last panel) over prompts of
+  // 17 and 100 tokens (a last row panel of 1 and 4 rows) and 512.
+  if (!sweep().quick)
+    for (std::int64_t M : {17, 100, 512}) register_linear(M, 2560, 2048);
   // A GPT-2 training step's linear layers (scripts/train_speed.sh's larger model: 2048 tokens, width 384): qkv,
   // attention projection, MLP up and down, forward and backward.
   if (!sweep().quick)

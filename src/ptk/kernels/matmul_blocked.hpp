@@ -11,6 +11,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "ptk/core/compat.hpp"
 #include "ptk/core/dtype_name.hpp"
 #include "ptk/core/tensor.hpp"
 #include "ptk/kernels/detail/load.hpp"
@@ -96,9 +97,9 @@ struct MatmulBlocked {
         float* const c_blk = &c(batch, i0, j0);
         for (int p = 0; p < row_panels; ++p)
           for (int q = 0; q < col_panels; ++q)  // consecutive tiles share an A micro-panel
-            tile(a_pack + static_cast<std::size_t>(p) * kc * MR, b_pack + static_cast<std::size_t>(q) * kc * NR, kc,
-                 c_blk + static_cast<std::size_t>(p * MR) * N + q * NR, rows - p * MR, cols - q * NR, c_scale,
-                 bias_blk ? bias_blk + q * NR : nullptr);
+            tile_rows<MR>(a_pack + static_cast<std::size_t>(p) * kc * MR, b_pack + static_cast<std::size_t>(q) * kc * NR,
+                          kc, c_blk + static_cast<std::size_t>(p * MR) * N + q * NR, rows - p * MR, cols - q * NR,
+                          c_scale, bias_blk ? bias_blk + q * NR : nullptr);
       }
       team.team_barrier();  // the next slab's A pack overwrites the panel
     }
@@ -130,33 +131,57 @@ struct MatmulBlocked {
     }
   }
 
+  // A ragged edge's tile multiplies the rows and columns it has, not the whole MR x NR: its rows rounded up to a power
+  // of two (MR, MR / 2, ... 1), its columns to whole vectors of 16 (NR, NR - 16, ... 16). A 16-column edge took the
+  // full tile's time for a third of its columns (N = 1024: one panel in 22; a Llama's 256-wide k and v projections:
+  // one in 6), a 17-token prompt's last row the time of eight.
+  template <int R>
+  KOKKOS_INLINE_FUNCTION void tile_rows(const float* ap, const float* bp, int kc, float* ct, int rows_left,
+                                        int cols_left, float c_scale, const float* bias_tile) const {
+    if constexpr (R > 1)
+      if (rows_left <= R / 2) return tile_rows<R / 2>(ap, bp, kc, ct, rows_left, cols_left, c_scale, bias_tile);
+    tile_cols<R, NR>(ap, bp, kc, ct, rows_left, cols_left, c_scale, bias_tile);
+  }
+  template <int R, int C>
+  KOKKOS_INLINE_FUNCTION void tile_cols(const float* ap, const float* bp, int kc, float* ct, int rows_left,
+                                        int cols_left, float c_scale, const float* bias_tile) const {
+    static_assert(NR % line_floats == 0, "columns narrow by whole vectors");
+    if constexpr (C > line_floats)
+      if (cols_left <= C - line_floats)
+        return tile_cols<R, C - line_floats>(ap, bp, kc, ct, rows_left, cols_left, c_scale, bias_tile);
+    tile<R, C>(ap, bp, kc, ct, rows_left, cols_left, c_scale, bias_tile);
+  }
+
   // c_tile (row stride N) = alpha · (A micro-panel · B micro-panel over kc) (+ bias) + c_scale · c_tile, the first
-  // rows_left × cols_left of the MR × NR tile. Registers hold the sum over `chunk` steps; chunk sums are added into
-  // acc (L1). B is fetched Tiles::prefetch_distance floats (16 k-steps) ahead: the block's B panel lies in L2.
+  // rows_left × cols_left of the first R rows and C columns of the MR × NR tile. Registers hold the sum over `chunk`
+  // steps; chunk sums are added into acc (L1). B is fetched Tiles::prefetch_distance floats (16 k-steps) ahead: the
+  // block's B panel lies in L2.
+  template <int R, int C>
   KOKKOS_INLINE_FUNCTION void tile(const float* ap, const float* bp, int kc, float* ct, int rows_left, int cols_left,
                                    float c_scale, const float* bias_tile) const {
-    float acc[MR][NR];
+    float acc[R][C];
     for (int k0c = 0; k0c < kc; k0c += chunk) {
       const int k_end = kc - k0c < chunk ? kc : k0c + chunk;
-      float part[MR][NR];
-      for (int r = 0; r < MR; ++r)
-        for (int j = 0; j < NR; ++j) part[r][j] = 0.0f;
+      float part[R][C];
+      for (int r = 0; r < R; ++r)
+        for (int j = 0; j < C; ++j) part[r][j] = 0.0f;
       for (int k = k0c; k < k_end; ++k) {
         const float* ak = ap + k * MR;
         const float* bk = bp + k * NR;
-        for (int j = 0; j < NR; j += line_floats) prefetch_ahead<Tiles>(bk, j);
-        for (int r = 0; r < MR; ++r) {
+        for (int j = 0; j < C; j += line_floats) prefetch_ahead<Tiles>(bk, j);
+        for (int r = 0; r < R; ++r) {
           const float ar = ak[r];
-          for (int j = 0; j < NR; ++j) part[r][j] += ar * bk[j];
+          PTK_SIMD_LOOP  // narrow tiles: g++ otherwise vectorizes across r, with shuffles, at 1/10 of the speed
+          for (int j = 0; j < C; ++j) part[r][j] += ar * bk[j];
         }
       }
-      for (int r = 0; r < MR; ++r)
-        for (int j = 0; j < NR; ++j) acc[r][j] = k0c == 0 ? part[r][j] : acc[r][j] + part[r][j];
+      for (int r = 0; r < R; ++r)
+        for (int j = 0; j < C; ++j) acc[r][j] = k0c == 0 ? part[r][j] : acc[r][j] + part[r][j];
     }
-    const int r_end = rows_left < MR ? rows_left : MR;
-    const int j_end = cols_left < NR ? cols_left : NR;
-    if (r_end == MR && j_end == NR) {
-      for (int r = 0; r < MR; ++r) store_row(ct + static_cast<std::size_t>(r) * N, acc[r], NR, c_scale, bias_tile);
+    const int r_end = rows_left < R ? rows_left : R;
+    const int j_end = cols_left < C ? cols_left : C;
+    if (r_end == R && j_end == C) {
+      for (int r = 0; r < R; ++r) store_row(ct + static_cast<std::size_t>(r) * N, acc[r], C, c_scale, bias_tile);
     } else {
       for (int r = 0; r < r_end; ++r) store_row(ct + static_cast<std::size_t>(r) * N, acc[r], j_end, c_scale, bias_tile);
     }
