@@ -21,7 +21,8 @@ namespace {
 // rmsnorm, 7 matmul (16 f32 rows: the GEMM each), rope_kv_append (q and k rotated, k and v into the cache),
 // decode_attention (a prompt of at most the tuning's prefill_rows: q and the cache read in place, the output written
 // in place; one key chunk, no merge), swiglu; a longer prompt takes attention_forward (flash attention) in its place,
-// the q, k and v rows read and the output's written in place, so it launches as many. Decode, 9: 2 rmsnorm, 4
+// q's rows and the cache read (a 16-bit cache too: no conversion launch) and the output's rows written in place, so it
+// launches as many. Decode, 9: 2 rmsnorm, 4
 // matmul_decode (q, k and v in one launch, o, gate and up in one, down), rope_kv_append, decode_attention, swiglu.
 constexpr int kPrefillLaunchesPerLayer = 12, kDecodeLaunchesPerLayer = 9;
 
@@ -30,7 +31,7 @@ struct Counts {
   Events prefill, decode;
 };
 
-Counts count(int layers, int prompt) {
+Counts count(int layers, int prompt, DType kv = DType::f32) {
   nn::DecoderConfig config{layers, 4, 64, prompt + 1 > 64 ? prompt + 1 : 64, 23};
   config.arch = nn::Arch::llama;
   config.n_kv_head = 2;
@@ -41,7 +42,7 @@ Counts count(int layers, int prompt) {
   ag::ReuseBuffers reuse;
   Counts counts;
   for (int run = 0; run < 2; ++run) {
-    nn::KvCache cache = nn::make_kv_cache(model, 1, config.block_size);
+    nn::KvCache cache = nn::make_kv_cache(model, 1, config.block_size, kv);
     Events prefill, decode;
     {
       const Recording recording(prefill);
@@ -91,6 +92,9 @@ TEST(Launches, PerLlamaLayerInPrefillAndDecode) {
             << Events::total(two.prefill.launches) << ", decode " << Events::total(two.decode.launches) << "\n";
   EXPECT_EQ(long_prefill.count("ptk::attention_forward"), 1u) << Events::list(long_prefill);
   EXPECT_LE(Events::total(long_prefill), kPrefillLaunchesPerLayer) << Events::list(long_prefill);
+  const auto bf16_prefill = difference(count(2, long_prompt, DType::bf16).prefill.launches,
+                                       count(1, long_prompt, DType::bf16).prefill.launches, true);
+  EXPECT_EQ(bf16_prefill, long_prefill) << "over a bf16 cache:" << Events::list(bf16_prefill);
   EXPECT_GT(Events::total(one.prefill.launches), 0) << "the hooks saw no launch: not reporting?";
   for (const auto& [label, n] : prefill) EXPECT_GT(n, 0) << label << ": fewer launches with more layers";
   EXPECT_LE(Events::total(prefill), kPrefillLaunchesPerLayer) << Events::list(prefill);
