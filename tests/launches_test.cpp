@@ -22,8 +22,8 @@ namespace {
 // decode_attention (a prompt of at most the tuning's prefill_rows: q and the cache read in place, the output written
 // in place; one key chunk, no merge), swiglu; a longer prompt takes attention_forward (flash attention) in its place,
 // q's rows and the cache read (a 16-bit cache too: no conversion launch) and the output's rows written in place, so it
-// launches as many. Decode, 9: 2 rmsnorm, 4
-// matmul_decode (q, k and v in one launch, o, gate and up in one, down), rope_kv_append, decode_attention, swiglu.
+// launches as many. Decode, 9: 2 rmsnorm, 4 matmul_decode (q, k and v in one launch, o, gate and up in one, down),
+// rope_kv_append, decode_attention, swiglu.
 constexpr int kPrefillLaunchesPerLayer = 12, kDecodeLaunchesPerLayer = 9;
 
 // The launches of a prefill of `prompt` tokens and of the decode step after it, for an L-layer Llama.
