@@ -104,8 +104,8 @@ void check_attention(const AttentionCase& c, std::vector<float> q, std::vector<f
 
   const auto r = ops::attention<Space, Tune>(
       Tensor<Space, E>::from_host(q_shape, rounded<E>(q)), Tensor<Space, EKV>::from_host(kv_shape, rounded<EKV>(k)),
-      Tensor<Space, EKV>::from_host(kv_shape, rounded<EKV>(v)), c.scale != 0 ? std::optional<float>(c.scale) : std::nullopt,
-      c.causal);
+      Tensor<Space, EKV>::from_host(kv_shape, rounded<EKV>(v)),
+      c.scale != 0 ? std::optional<float>(c.scale) : std::nullopt, c.causal);
   ASSERT_EQ(r.lse.shape(), lse_shape);
   const double bound = std::max(1.0, score_bound(q, k_all, c, scale));
   EXPECT_TRUE(all_close(values_of(r.out.to_vector()), want, q_shape, stored_output<E>(tolerance::attention(c.D, c.S, bound))))

@@ -248,7 +248,8 @@ void attention_forward(const HeadsOf<Space, E>& out, const Matrix<Space>& lse, c
   const int S = static_cast<int>(k.extent(2)), D = static_cast<int>(q.extent(3));
   using Tiles = typename Tune::attention;
   if constexpr (!std::is_same_v<Tiles, typename Tiles::wide>) {
-    if (D > Tiles::level0_head_dim) return attention_forward<Space, WideHeads<Tune>, E, EKV>(out, lse, q, k, v, scale, causal);
+    if (D > Tiles::level0_head_dim)
+      return attention_forward<Space, WideHeads<Tune>, E, EKV>(out, lse, q, k, v, scale, causal);
   }
   const int Dp = (D + Kernel::NR - 1) / Kernel::NR * Kernel::NR;
   const int q_tiles = (T + Kernel::BQ - 1) / Kernel::BQ;

@@ -97,8 +97,9 @@ struct MatmulBlocked {
         float* const c_blk = &c(batch, i0, j0);
         for (int p = 0; p < row_panels; ++p)
           for (int q = 0; q < col_panels; ++q)  // consecutive tiles share an A micro-panel
-            tile_rows<MR>(a_pack + static_cast<std::size_t>(p) * kc * MR, b_pack + static_cast<std::size_t>(q) * kc * NR,
-                          kc, c_blk + static_cast<std::size_t>(p * MR) * N + q * NR, rows - p * MR, cols - q * NR,
+            tile_rows<MR>(a_pack + static_cast<std::size_t>(p) * kc * MR,
+                          b_pack + static_cast<std::size_t>(q) * kc * NR, kc,
+                          c_blk + static_cast<std::size_t>(p * MR) * N + q * NR, rows - p * MR, cols - q * NR,
                           c_scale, bias_blk ? bias_blk + q * NR : nullptr);
       }
       team.team_barrier();  // the next slab's A pack overwrites the panel

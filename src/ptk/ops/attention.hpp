@@ -98,8 +98,9 @@ struct AttentionOutputs {
 };
 
 template <class Space, class Tune = kernels::Tuning<Space>, class E = float, class EKV = E>
-AttentionOutputs<Space, E> attention(const Tensor<Space, E>& q, const Tensor<Space, EKV>& k, const Tensor<Space, EKV>& v,
-                                     std::optional<float> scale = std::nullopt, bool causal = false) {
+AttentionOutputs<Space, E> attention(const Tensor<Space, E>& q, const Tensor<Space, EKV>& k,
+                                     const Tensor<Space, EKV>& v, std::optional<float> scale = std::nullopt,
+                                     bool causal = false) {
   check_tensor("attention", "Q", q, 4, 4);
   check_tensor("attention", "K", k, 4, 4);
   check_tensor("attention", "V", v, 4, 4);
