@@ -234,28 +234,25 @@ void check_long_prefill_cache() {
   k_cache.store_as(Element<E>::dtype);
   v_cache.store_as(Element<E>::dtype);
   const auto got = ag::cached_attention({qr, 0}, {kr, 0}, {vr, 0}, {H, Hkv, D}, k_cache, v_cache, 0).values();
-  // The oracle's [B, H, T, D] heads from the [B, T, heads · D] rows; query head h reads kv head h / (H / Hkv).
+  // The oracle's [B, H, T, D] heads from the [B, T, heads · D] rows (q's, and y's to compare), query head h reading
+  // kv head h / (H / Hkv).
   const auto kr16 = values_of(rounded<E>(k)), vr16 = values_of(rounded<E>(v));
-  std::vector<float> qh(q.size()), kh(q.size()), vh(q.size()), want(q.size()), lse(static_cast<std::size_t>(B * H * T));
+  std::vector<float> qh(q.size()), kh(q.size()), vh(q.size()), got_heads(q.size()), want(q.size()),
+      lse(static_cast<std::size_t>(B * H * T));
   for (int b = 0; b < B; ++b)
     for (int h = 0; h < H; ++h)
       for (int t = 0; t < T; ++t)
         for (int d = 0; d < D; ++d) {
           const auto at = static_cast<std::size_t>(((b * H + h) * T + t) * D + d);
+          const auto row = static_cast<std::size_t>((b * T + t) * H * D + h * D + d);
           const auto kv = static_cast<std::size_t>((b * T + t) * Hkv * D + h / (H / Hkv) * D + d);
-          qh[at] = q[static_cast<std::size_t>((b * T + t) * H * D + h * D + d)];
+          qh[at] = q[row];
+          got_heads[at] = got[row];
           kh[at] = kr16[kv];
           vh[at] = vr16[kv];
         }
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
   reference::attention_forward(want.data(), lse.data(), qh.data(), kh.data(), vh.data(), B, H, T, T, D, scale, true);
-  std::vector<float> got_heads(got.size());  // y's rows [B, T, H · D] as heads
-  for (int b = 0; b < B; ++b)
-    for (int h = 0; h < H; ++h)
-      for (int t = 0; t < T; ++t)
-        for (int d = 0; d < D; ++d)
-          got_heads[static_cast<std::size_t>(((b * H + h) * T + t) * D + d)] =
-              got[static_cast<std::size_t>((b * T + t) * H * D + h * D + d)];
   EXPECT_TRUE(all_close(got_heads, want, {B, H, T, D}, tolerance::attention(D, T, scale * D)))
       << dtype_name(Element<E>::dtype) << " cache";
 }
