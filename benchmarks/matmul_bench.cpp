@@ -73,6 +73,25 @@ void register_shape(std::int64_t M, std::int64_t N, std::int64_t K) {
   add("matmul", "onednn", shape, Rate::gflops, flops, onednn_setup(M, N, K, dnnl::memory::format_tag::ab));
 }
 
+// On a GPU: ptk's GEMM with K never split (tuning.hpp, GpuMatmul::fill_blocks), beside `ptk`, which splits K where the
+// blocks fill little of the GPU: what the split buys at each shape.
+template <class S>
+std::function<std::function<void()>()> unsplit_linear(std::int64_t M, std::int64_t N, std::int64_t K) {
+  if constexpr (is_host_space_v<S>) {
+    return {};  // the host's GEMM never splits K
+  } else {
+    return [=] {
+      const auto x = random_tensor({1, M, K}, 1), w = random_tensor({1, N, K}, 2);
+      const Tensor<S> c({1, M, N});
+      return std::function<void()>([=] {
+        kernels::matmul_register_tiled<S, kernels::Tuning<S>, float, float>(
+            c.batched_matrices(), x.batched_matrices(), w.batched_matrices(), false, true, 1.0f, 0.0f,
+            ConstVector<S>(), false);
+      });
+    };
+  }
+}
+
 // A linear layer's product over M rows of activations against a shared weight stored [N, K] (PyTorch's and GGUF's
 // layout): C[M,N] = X[M,K] · Wᵀ, the prefill's and training step's GEMM (shape key trans_b=1). M <= 8 is the decode
 // kernel's; M from 9 up is the GEMM's. Each peer gets W in the same layout and the transposition flag it supports.
@@ -95,6 +114,8 @@ void register_linear(std::int64_t M, std::int64_t N, std::int64_t K) {
     });
   });
   add("matmul", "onednn", shape, Rate::gflops, flops, onednn_setup(M, N, K, dnnl::memory::format_tag::ba));
+  if constexpr (!is_host_space_v<Space>)
+    add("matmul", "ptk_unsplit", shape, Rate::gflops, flops, unsplit_linear<Space>(M, N, K));
 }
 
 // The same product with A and B stored as E (bf16 or f16; fp32 accumulation and C): shape key dtype=, beside the

@@ -4,7 +4,8 @@
     device_report.py PTK_BENCH.json [MORE.json ...] > report.md   (ptk_bench's, device_torch.py's)
 
 One row per `family/ptk/shape`: ptk's rate, each peer's (memcpy, kokkos_blas, ptk_portable: ptk's own kernel
-where "ptk" is the vendor GEMM, torch, torch_tf32) at that shape, and ptk / peer.
+where "ptk" is the vendor GEMM, ptk_unsplit: ptk's GEMM with K never split, torch, torch_tf32) at that shape, and
+ptk / peer.
 """
 import json
 import sys
@@ -33,7 +34,7 @@ def main():
     by_shape = defaultdict(dict)
     for (family, impl, shape), v in r.items():
         by_shape[(family, shape)][impl] = v
-    peers = ["memcpy", "kokkos_blas", "ptk_portable", "torch", "torch_tf32"]
+    peers = ["memcpy", "kokkos_blas", "ptk_portable", "ptk_unsplit", "torch", "torch_tf32"]
     print("| family | shape | unit | ptk | " + " | ".join(f"{p} | ptk/{p}" for p in peers) + " |")
     print("|---" * (4 + 2 * len(peers)) + "|")
     for (family, shape), impls in sorted(by_shape.items()):

@@ -85,6 +85,7 @@ std::map<std::string, std::function<void()>> launch_lines() {
          line("matmul", gemm + "float, float>", Gemm::threads, Gemm::scratch_bytes());
          line("matmul bf16 x bf16", gemm + "ptk::bf16, ptk::bf16>", Gemm::threads, Gemm::scratch_bytes());
          line("matmul f32 x bf16", gemm + "float, ptk::bf16>", Gemm::threads, Gemm::scratch_bytes());
+         line("split-K sum (matmul)", "MatmulSplitSum<Kokkos::Cuda>", 0);  // after a product whose K is split
        }},
       {"attention_forward",
        [] { attention_lines<AttentionForward<Host, Gpu>, AttentionForward<Host, Wide>>("attention_forward", "AttentionForward"); }},

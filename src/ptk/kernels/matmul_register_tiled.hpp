@@ -4,9 +4,11 @@
 // as EA and EB (f32, bf16, f16: the slab copy reads them as float, load.hpp), c and every sum in f32.
 #include <Kokkos_Core.hpp>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
+#include "ptk/core/buffer_pool.hpp"
 #include "ptk/core/tensor.hpp"
 #include "ptk/kernels/detail/load.hpp"
 #include "ptk/kernels/detail/memory_hints.hpp"
@@ -24,6 +26,8 @@ namespace ptk::kernels {
 //   fold         every `chunk` k-steps (and at the end) part is added into acc and cleared;
 //   barrier;
 // and at the end write_back stores alpha · acc (+ bias) + beta · c once (beta = 0: c is not read).
+// Split K (matmul_split): a team sums one range of split_k steps and stores its sums in `partial`; a second launch,
+// MatmulSplitSum, adds the ranges in order and stores c as above.
 // A thread's tiles: thread t owns tiles t, t + team_size, ...; tile v covers rows (v / 16) · 8 and
 // columns (v % 16) · 4 of the block, so a warp's 32 tiles read 16 distinct, consecutive float4 of
 // Bs (one bank each per quarter warp) and 2 broadcast addresses of As.
@@ -60,18 +64,25 @@ struct MatmulRegisterTiled {
   float alpha, beta;
   int M, N, K;
   int row_blocks, col_blocks;
+  int split_k;     // k-steps a team sums: K, or a multiple of KS when K is split
+  float* partial;  // split K: [splits][batch][M][N], each range's sums; else null
 
   struct Block {
     const EA* a;  // op(a)'s batch matrix, as stored
     const EB* b;
-    int lda, ldb;    // row strides of a and b as stored
-    int i0, j0;      // the block's first row and column of c
-    int batch;
+    int lda, ldb;       // row strides of a and b as stored
+    int i0, j0;         // the block's first row and column of c
+    int batch, split;
+    int k_begin, k_end;  // the k-steps this team sums
   };
 
   KOKKOS_INLINE_FUNCTION void operator()(const Team& team) const {
-    const int rank = team.league_rank();
+    const int blocks = static_cast<int>(c.extent(0)) * row_blocks * col_blocks;  // a split's teams
+    const int rank = team.league_rank() % blocks;
     Block blk;
+    blk.split = team.league_rank() / blocks;
+    blk.k_begin = blk.split * split_k;
+    blk.k_end = K - blk.k_begin < split_k ? K : blk.k_begin + split_k;
     blk.batch = rank / (row_blocks * col_blocks);
     blk.i0 = rank % row_blocks * BM;  // row blocks vary fastest: neighbours share a B panel in L2
     blk.j0 = rank / row_blocks % col_blocks * BN;
@@ -88,18 +99,18 @@ struct MatmulRegisterTiled {
       for (int r = 0; r < TM; ++r)
         for (int q = 0; q < TN; ++q) acc[s][r][q] = part[s][r][q] = 0.0f;
 
-    for (int k0 = 0; k0 < K; k0 += KS) {
+    for (int k0 = blk.k_begin; k0 < blk.k_end; k0 += KS) {
       copy_slabs(team, blk, k0, as, bs);
       team.team_barrier();
       multiply(t, as, bs, part);
-      if ((k0 + KS) % Tiles::chunk == 0 || k0 + KS >= K) fold(acc, part);
+      if ((k0 - blk.k_begin + KS) % Tiles::chunk == 0 || k0 + KS >= blk.k_end) fold(acc, part);
       team.team_barrier();  // the slabs are read before the next copy overwrites them
     }
     write_back(t, blk, acc);
   }
 
-  // op(a)[i0 + m, k0 + k] -> as[k * lda + m] and op(b)[k0 + k, j0 + n] -> bs[k * ldb + n], zero
-  // outside the matrices. Element e of a slab goes to thread e % threads; e runs along the stored
+  // op(a)[i0 + m, k0 + k] -> as[k * lda + m] and op(b)[k0 + k, j0 + n] -> bs[k * ldb + n], zero outside the
+  // matrices and past the team's k range. Element e of a slab goes to thread e % threads; e runs along the stored
   // rows of a and b, so the threads of a warp read consecutive addresses.
   KOKKOS_INLINE_FUNCTION void copy_slabs(const Team& team, const Block& blk, int k0, float* as, float* bs) const {
     const int t = team.team_rank();
@@ -108,10 +119,12 @@ struct MatmulRegisterTiled {
       float value = 0.0f;
       if (!trans_a) {  // a[M, K]: k is contiguous
         m = e / KS, k = e % KS;
-        if (blk.i0 + m < M && k0 + k < K) value = load(blk.a + static_cast<std::size_t>(blk.i0 + m) * blk.lda, k0 + k);
+        if (blk.i0 + m < M && k0 + k < blk.k_end)
+          value = load(blk.a + static_cast<std::size_t>(blk.i0 + m) * blk.lda, k0 + k);
       } else {  // a[K, M]: m is contiguous
         k = e / BM, m = e % BM;
-        if (blk.i0 + m < M && k0 + k < K) value = load(blk.a + static_cast<std::size_t>(k0 + k) * blk.lda, blk.i0 + m);
+        if (blk.i0 + m < M && k0 + k < blk.k_end)
+          value = load(blk.a + static_cast<std::size_t>(k0 + k) * blk.lda, blk.i0 + m);
       }
       as[k * lda + m] = value;
     }
@@ -120,10 +133,12 @@ struct MatmulRegisterTiled {
       float value = 0.0f;
       if (!trans_b) {  // b[K, N]: n is contiguous
         k = e / BN, n = e % BN;
-        if (k0 + k < K && blk.j0 + n < N) value = load(blk.b + static_cast<std::size_t>(k0 + k) * blk.ldb, blk.j0 + n);
+        if (k0 + k < blk.k_end && blk.j0 + n < N)
+          value = load(blk.b + static_cast<std::size_t>(k0 + k) * blk.ldb, blk.j0 + n);
       } else {  // b[N, K]: k is contiguous
         n = e / KS, k = e % KS;
-        if (k0 + k < K && blk.j0 + n < N) value = load(blk.b + static_cast<std::size_t>(blk.j0 + n) * blk.ldb, k0 + k);
+        if (k0 + k < blk.k_end && blk.j0 + n < N)
+          value = load(blk.b + static_cast<std::size_t>(blk.j0 + n) * blk.ldb, k0 + k);
       }
       bs[k * ldb + n] = value;
     }
@@ -160,6 +175,11 @@ struct MatmulRegisterTiled {
       const int v = t + s * threads;
       const int i = blk.i0 + v / tiles_across * TM, j = blk.j0 + v % tiles_across * TN;
       for (int r = 0; r < TM && i + r < M; ++r) {
+        if (partial) {  // this range's sums, as they are
+          float* pr = partial + ((static_cast<std::size_t>(blk.split) * c.extent(0) + blk.batch) * M + i + r) * N;
+          for (int q = 0; q < TN && j + q < N; ++q) pr[j + q] = acc[s][r][q];
+          continue;
+        }
         float* cr = &c(blk.batch, i + r, 0);
         for (int q = 0; q < TN && j + q < N; ++q) {
           const float y = bias.data() ? alpha * acc[s][r][q] + bias(j + q) : alpha * acc[s][r][q];
@@ -170,20 +190,68 @@ struct MatmulRegisterTiled {
   }
 };
 
+// c = alpha · Σ_s partial[s] (+ bias) + beta · c, the ranges added in order: the same bits every run.
+template <class Space>
+struct MatmulSplitSum {
+  Tensor3<Space> c;
+  ConstVector<Space> bias;
+  const float* partial;
+  int splits;
+  float alpha, beta;
+
+  KOKKOS_INLINE_FUNCTION void operator()(std::size_t e) const {
+    const std::size_t M = c.extent(1), N = c.extent(2), elements = c.extent(0) * M * N;
+    const int batch = static_cast<int>(e / (M * N)), i = static_cast<int>(e / N % M), j = static_cast<int>(e % N);
+    float sum = partial[e];
+    for (int s = 1; s < splits; ++s) sum += partial[s * elements + e];
+    const float y = bias.data() ? alpha * sum + bias(j) : alpha * sum;
+    float& out = c(batch, i, j);
+    out = beta == 0.0f ? y : y + beta * out;
+  }
+};
+
+struct MatmulSplit {
+  int splits, split_k;  // K's ranges and the k-steps of each (the last may be shorter)
+};
+
+// How K is split (Tiles: GpuMatmul): not at all while `blocks` (batch x row x column blocks) fill at least half of
+// Tiles::fill_blocks; else into as many ranges as bring them to it, none shorter than Tiles::min_split_k steps. The
+// shape alone decides, so every device gives the same bits.
+template <class Tiles>
+MatmulSplit matmul_split(long long blocks, int K) {
+  long long splits = 1;
+  if (blocks > 0 && 2 * blocks <= Tiles::fill_blocks)
+    splits = std::min<long long>(Tiles::fill_blocks / blocks, K / Tiles::min_split_k);
+  if (splits <= 1) return {1, K};
+  const int split_k = static_cast<int>((K + splits - 1) / splits + Tiles::slab - 1) / Tiles::slab * Tiles::slab;
+  return {(K + split_k - 1) / split_k, split_k};
+}
+
 // c = alpha · op(a) · op(b) (+ bias) + beta · c with the register-tiled kernel; c is not empty, bias [N] or empty.
+// split = false: K is never split (the benchmarks' comparison).
 template <class Space, class Tune, class EA = float, class EB = float>
 void matmul_register_tiled(const Tensor3<Space>& c, const ConstTensor3Of<Space, EA>& a,
                            const ConstTensor3Of<Space, EB>& b, bool trans_a, bool trans_b, float alpha, float beta,
-                           const ConstVector<Space>& bias) {
+                           const ConstVector<Space>& bias, bool split = true) {
   using Kernel = MatmulRegisterTiled<Space, Tune, EA, EB>;
   const int batches = static_cast<int>(c.extent(0));
   const int M = static_cast<int>(c.extent(1)), N = static_cast<int>(c.extent(2));
   const int K = static_cast<int>(trans_a ? a.extent(1) : a.extent(2));
   const int row_blocks = (M + Kernel::BM - 1) / Kernel::BM, col_blocks = (N + Kernel::BN - 1) / Kernel::BN;
-  const auto policy = typename Kernel::Policy(batches * row_blocks * col_blocks, Kernel::threads)
+  const long long blocks = static_cast<long long>(batches) * row_blocks * col_blocks;
+  const MatmulSplit s = split ? matmul_split<typename Tune::matmul>(blocks, K) : MatmulSplit{1, K};
+  const std::size_t elements = c.extent(0) * c.extent(1) * c.extent(2);
+  const auto partial = s.splits > 1 ? work_view<Kokkos::View<float*, Space>>("ptk::matmul_split_sums",
+                                                                           s.splits * elements)
+                                    : Kokkos::View<float*, Space>();
+  const auto policy = typename Kernel::Policy(static_cast<int>(blocks * s.splits), Kernel::threads)
                           .set_scratch_size(0, Kokkos::PerTeam(Kernel::scratch_bytes()));
   Kokkos::parallel_for("ptk::matmul_forward", policy,
-                       Kernel{c, a, b, bias, trans_a, trans_b, alpha, beta, M, N, K, row_blocks, col_blocks});
+                       Kernel{c, a, b, bias, trans_a, trans_b, alpha, beta, M, N, K, row_blocks, col_blocks, s.split_k,
+                              partial.data()});
+  if (s.splits > 1)
+    Kokkos::parallel_for("ptk::matmul_split_sum", Kokkos::RangePolicy<Space>(0, elements),
+                         MatmulSplitSum<Space>{c, bias, partial.data(), s.splits, alpha, beta});
 }
 
 }  // namespace ptk::kernels

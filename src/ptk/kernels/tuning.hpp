@@ -110,6 +110,12 @@ struct GpuMatmul {
   static constexpr int scratch_level = 0;
   static constexpr int chunk = 256;  // k-steps summed in the chunk registers (a multiple of slab)
   static constexpr int launch_min_blocks = 2;
+  // Split K (matmul_split) where the blocks fill less than half of fill_blocks, an H100's or H200's 132 SMs x 2
+  // resident blocks: a 16- to 128-row prompt against a 4096 x 4096 weight makes 64 blocks, a 768 x 768 weight
+  // gradient 72, so most SMs would idle; 4 and 3 ranges of K fill them. No range is shorter than min_split_k steps
+  // (its sums are written once and read once more). The choice follows from occupancy, not yet from a GPU's timings.
+  static constexpr int fill_blocks = 264;
+  static constexpr int min_split_k = 512;
   // bf16 × bf16 and f16 × f16 products go to the vendor GEMM on the tensor cores (core/vendor_blas.hpp: cuBLAS,
   // loaded at run time) where it is there; the kernel above converts in its tile copies and multiplies in fp32
   // FMAs, 20-37x slower on an H100 (docs/benchmarks.md, "GPU results"). Never on the emulating host.
