@@ -12,6 +12,7 @@
 #include "ptk/core/compat.hpp"
 #include "ptk/kernels/instances.hpp"
 #include "ptk/core/tensor.hpp"
+#include "ptk/kernels/detail/compensated.hpp"
 #include "ptk/kernels/detail/fast_exp.hpp"
 #include "ptk/kernels/detail/scratch.hpp"
 #include "ptk/kernels/heads.hpp"
@@ -156,8 +157,9 @@ struct AttentionForward {
           PTK_SIMD_LOOP  // g++ leaves this select scalar unasked (16 scalar maxima a block)
           for (int c = 0; c < L; ++c) lane_max[c] = pr[j + c] > lane_max[c] ? pr[j + c] : lane_max[c];  // skips NaN
         }
-        float tile_max = -__builtin_huge_valf();
-        for (int c = 0; c < L; ++c) tile_max = lane_max[c] > tile_max ? lane_max[c] : tile_max;
+        // Across the lanes pairwise (tree_max, tree_sum: log2(L) dependent steps): a chain of L scalar steps a row,
+        // twice a key tile, was a third of the forward's samples at T = 256.
+        float tile_max = tree_max(lane_max);
         for (int j = n_lanes; j < n; ++j) tile_max = pr[j] > tile_max ? pr[j] : tile_max;
         const float m_old = m(i);
         const float m_new = tile_max > m_old ? tile_max : m_old;
@@ -171,8 +173,7 @@ struct AttentionForward {
             pr[j + c] = p;
             lane_sum[c] += p;
           }
-        float sum = 0.0f;
-        for (int c = 0; c < L; ++c) sum += lane_sum[c];
+        float sum = tree_sum(lane_sum);
         for (int j = n_lanes; j < n; ++j) {
           const float p = fast_exp(pr[j] - shift);
           pr[j] = p;
