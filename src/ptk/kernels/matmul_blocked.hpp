@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
+#include <numeric>
 #include <type_traits>
 
 #include "ptk/core/compat.hpp"
@@ -55,6 +56,7 @@ struct MatmulBlocked {
   int block_rows, block_cols, slab;  // block_rows % MR == 0, block_cols % NR == 0
   int row_blocks;
   int thread_cols;  // a multiple of NR: thread t takes columns [t · thread_cols, (t + 1) · thread_cols)
+  bool b_in_place;  // op(b) = b, f32, its blocks' rows spread over the L2: blocks of whole vectors are not packed
 
   // Floats of scratch per team of `threads`: the shared packed A block and each thread's packed B panel of one slab.
   KOKKOS_INLINE_FUNCTION static std::size_t scratch_floats(int block_rows, int block_cols, int slab, int threads) {
@@ -90,7 +92,10 @@ struct MatmulBlocked {
       for (int j0 = j_begin; j0 < j_end; j0 += block_cols) {
         const int cols = j_end - j0 < block_cols ? j_end - j0 : block_cols;
         const int col_panels = (cols + NR - 1) / NR;
-        pack_b(team, b_mat, ldb, j0, cols, col_panels, k0, kc, b_pack);
+        // The tiles read op(b)'s block in place, its rows ldb apart, or packed, NR apart.
+        const float* const b_direct = b_in_place_at(b_mat, ldb, k0, j0, cols);
+        if (!b_direct) pack_b(team, b_mat, ldb, j0, cols, col_panels, k0, kc, b_pack);
+        const int ldbp = b_direct ? ldb : NR;
         // The first slab applies beta (0: c is not read) and adds the bias, later slabs add to c.
         const float c_scale = s == 0 ? beta : 1.0f;
         const float* const bias_blk = s == 0 && bias.data() ? bias.data() + j0 : nullptr;
@@ -98,7 +103,7 @@ struct MatmulBlocked {
         for (int p = 0; p < row_panels; ++p)
           for (int q = 0; q < col_panels; ++q)  // consecutive tiles share an A micro-panel
             tile_rows<MR>(a_pack + static_cast<std::size_t>(p) * kc * MR,
-                          b_pack + static_cast<std::size_t>(q) * kc * NR, kc,
+                          b_direct ? b_direct + q * NR : b_pack + static_cast<std::size_t>(q) * kc * NR, ldbp, kc,
                           c_blk + static_cast<std::size_t>(p * MR) * N + q * NR, rows - p * MR, cols - q * NR,
                           c_scale, bias_blk ? bias_blk + q * NR : nullptr);
       }
@@ -119,6 +124,15 @@ struct MatmulBlocked {
     }
   }
 
+  // op(b)[k0, j0] in b itself where the tiles read the block in place: b_in_place, and whole vectors of columns (a
+  // ragged edge is packed, zero-padded); else nullptr.
+  KOKKOS_INLINE_FUNCTION const float* b_in_place_at(const EB* b_mat, int ldb, int k0, int j0, int cols) const {
+    if constexpr (std::is_same_v<EB, float>) {
+      if (b_in_place && cols % line_floats == 0) return b_mat + static_cast<std::size_t>(k0) * ldb + j0;
+    }
+    return nullptr;
+  }
+
   // Pack op(b)[k0 .. k0+kc, j0 .. j0+cols], zero-padded to whole column panels, by the calling thread alone.
   KOKKOS_INLINE_FUNCTION void pack_b(const Team& team, const EB* b_mat, int ldb, int j0, int cols, int col_panels,
                                      int k0, int kc, float* b_pack) const {
@@ -137,29 +151,30 @@ struct MatmulBlocked {
   // full tile's time for a third of its columns (N = 1024: one panel in 22; a Llama's 256-wide k and v projections:
   // one in 6), a 17-token prompt's last row the time of eight.
   template <int R>
-  KOKKOS_INLINE_FUNCTION void tile_rows(const float* ap, const float* bp, int kc, float* ct, int rows_left,
+  KOKKOS_INLINE_FUNCTION void tile_rows(const float* ap, const float* bp, int ldbp, int kc, float* ct, int rows_left,
                                         int cols_left, float c_scale, const float* bias_tile) const {
     if constexpr (R > 1)
-      if (rows_left <= R / 2) return tile_rows<R / 2>(ap, bp, kc, ct, rows_left, cols_left, c_scale, bias_tile);
-    tile_cols<R, NR>(ap, bp, kc, ct, rows_left, cols_left, c_scale, bias_tile);
+      if (rows_left <= R / 2) return tile_rows<R / 2>(ap, bp, ldbp, kc, ct, rows_left, cols_left, c_scale, bias_tile);
+    tile_cols<R, NR>(ap, bp, ldbp, kc, ct, rows_left, cols_left, c_scale, bias_tile);
   }
   template <int R, int C>
-  KOKKOS_INLINE_FUNCTION void tile_cols(const float* ap, const float* bp, int kc, float* ct, int rows_left,
+  KOKKOS_INLINE_FUNCTION void tile_cols(const float* ap, const float* bp, int ldbp, int kc, float* ct, int rows_left,
                                         int cols_left, float c_scale, const float* bias_tile) const {
     static_assert(NR % line_floats == 0, "columns narrow by whole vectors");
     if constexpr (C > line_floats)
       if (cols_left <= C - line_floats)
-        return tile_cols<R, C - line_floats>(ap, bp, kc, ct, rows_left, cols_left, c_scale, bias_tile);
-    tile<R, C>(ap, bp, kc, ct, rows_left, cols_left, c_scale, bias_tile);
+        return tile_cols<R, C - line_floats>(ap, bp, ldbp, kc, ct, rows_left, cols_left, c_scale, bias_tile);
+    tile<R, C>(ap, bp, ldbp, kc, ct, rows_left, cols_left, c_scale, bias_tile);
   }
 
   // c_tile (row stride N) = alpha · (A micro-panel · B micro-panel over kc) (+ bias) + c_scale · c_tile, the first
   // rows_left × cols_left of the first R rows and C columns of the MR × NR tile. Registers hold the sum over `chunk`
-  // steps; chunk sums are added into acc (L1). B is fetched Tiles::prefetch_distance floats (16 k-steps) ahead: the
-  // block's B panel lies in L2.
+  // steps; chunk sums are added into acc (L1). B's rows are ldbp floats apart (NR packed, ldb in place); they are
+  // fetched Tiles::prefetch_distance / NR k-steps (16) ahead: the block's B panel lies in L2.
   template <int R, int C>
-  KOKKOS_INLINE_FUNCTION void tile(const float* ap, const float* bp, int kc, float* ct, int rows_left, int cols_left,
-                                   float c_scale, const float* bias_tile) const {
+  KOKKOS_INLINE_FUNCTION void tile(const float* ap, const float* bp, int ldbp, int kc, float* ct, int rows_left,
+                                   int cols_left, float c_scale, const float* bias_tile) const {
+    const std::size_t ahead = static_cast<std::size_t>(ldbp - NR) * (Tiles::prefetch_distance / NR);  // beyond NR
     float acc[R][C];
     for (int k0c = 0; k0c < kc; k0c += chunk) {
       const int k_end = kc - k0c < chunk ? kc : k0c + chunk;
@@ -168,8 +183,8 @@ struct MatmulBlocked {
         for (int j = 0; j < C; ++j) part[r][j] = 0.0f;
       for (int k = k0c; k < k_end; ++k) {
         const float* ak = ap + k * MR;
-        const float* bk = bp + k * NR;
-        for (int j = 0; j < C; j += line_floats) prefetch_ahead<Tiles>(bk, j);
+        const float* bk = bp + static_cast<std::size_t>(k) * ldbp;
+        for (int j = 0; j < C; j += line_floats) prefetch_ahead<Tiles>(bk + ahead, j);
         for (int r = 0; r < R; ++r) {
           const float ar = ak[r];
           PTK_SIMD_LOOP  // narrow tiles: g++ otherwise vectorizes across r, with shuffles, at 1/10 of the speed
@@ -276,6 +291,18 @@ struct MatmulBlocked {
 
 namespace detail {
 
+// The most lines of a block of b read in place (kc rows of `cols` floats, ld floats apart) that fall on one set of an
+// L2 of `sets` sets of 64-byte lines, were its lines spread evenly over the sets they touch. Rows whose starts differ
+// by a multiple of the L2's period (sets · 16 floats) share sets: the starts take period / g offsets, g = gcd(ld,
+// period) floats apart, so rows 4 KB apart (ld = 1024 floats) all start on 32 of 2048 sets.
+inline long b_lines_per_set(int ld, int kc, int cols, int sets) {
+  const long period = static_cast<long>(sets) * line_floats;
+  const long g = std::gcd(static_cast<long>(ld), period);
+  const long row_lines = (cols + line_floats - 1) / line_floats + (ld % line_floats != 0);
+  const long touched = g >= static_cast<long>(cols) ? std::min<long>(sets, period / g * row_lines) : sets;
+  return (static_cast<long>(kc) * row_lines + touched - 1) / touched;
+}
+
 // Splits `extent` into `blocks` near-equal blocks whose size is a multiple of `multiple`.
 inline int block_size(int extent, int blocks, int multiple) {
   const int size = (extent + blocks - 1) / blocks;
@@ -328,10 +355,18 @@ void matmul_blocked(const Tensor3<Space>& c, const ConstTensor3Of<Space, EA>& a,
   const int block_rows = detail::block_size(M, row_blocks, Kernel::MR);
   row_blocks = (M + block_rows - 1) / block_rows;
   const int slab = K < Tiles::slab ? (K > 0 ? K : 1) : Tiles::slab;
+  // op(b) = b in f32 is read in place where at most Tiles::b_in_place_lines of a block's lines share an L2 set: packing
+  // it cost 4-8 % of the time at training shapes; in place with rows 4 or 6 KB apart, twice the time (lines evicted).
+  const auto in_place = [&](int block_cols) {
+    if constexpr (!std::is_same_v<EB, float>) return false;
+    return !trans_b && detail::b_lines_per_set(static_cast<int>(b.extent(2)), slab, block_cols, Tiles::l2_sets) <=
+                           Tiles::b_in_place_lines;
+  };
   const auto kernel_for = [&](int thread_cols) {
     const int blocks = (thread_cols + Tiles::block_cols - 1) / Tiles::block_cols;
-    return Kernel{c, a, b, bias, trans_a, trans_b, alpha, beta, M, N, K, block_rows,
-                  detail::block_size(thread_cols, blocks, Kernel::NR), slab, row_blocks, thread_cols};
+    const int block_cols = detail::block_size(thread_cols, blocks, Kernel::NR);
+    return Kernel{c, a, b, bias, trans_a, trans_b, alpha, beta, M, N, K, block_rows, block_cols, slab, row_blocks,
+                  thread_cols, in_place(block_cols)};
   };
   team = std::max(1, std::min(team, Policy(1, 1).team_size_max(kernel_for(N), Kokkos::ParallelForTag())));
   const Kernel kernel = kernel_for(detail::block_size(N, team, Kernel::NR));

@@ -86,6 +86,10 @@ struct HostMatmul {
   // A value packed (a weight's, transposed from memory) costs about as long as 40 multiply-adds: at 128 x 4096 x
   // 4096, 16.7 M values packed took 4.5 ms of the two threads' time, 2.1 G multiply-adds 13 ms.
   static constexpr double pack_cost = 40;
+  // b untransposed in f32 is read in place, not packed, where a block's rows spread over the L2's sets: at most
+  // b_in_place_lines of its lines on one of the l2_sets (2 MB of 16 ways; 0: always pack). docs/benchmarks.md.
+  static constexpr int l2_sets = 2048;
+  static constexpr int b_in_place_lines = 8;
   static constexpr bool vendor_gemm16 = false;  // this GEMM for every dtype
 };
 
