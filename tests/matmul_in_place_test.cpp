@@ -18,8 +18,8 @@ using kernels::HostMatmul;
 TEST(MatmulInPlace, WhereTheRowsSpreadOverTheL2) {
   const auto lines = [](int ld, int kc) { return kernels::detail::b_lines_per_set(ld, kc, 96, HostMatmul::l2_sets); };
   EXPECT_EQ(lines(1024, 1024), 32);  // rows 4 KB apart start on 32 sets: packed
-  EXPECT_EQ(lines(3072, 768), 24);   // 12 KB apart
-  EXPECT_EQ(lines(1536, 1536), 24);  // 6 KB apart: every other row on the same 32 sets
+  EXPECT_EQ(lines(3072, 768), 24);   // 12 KB apart: 32 sets too
+  EXPECT_EQ(lines(1536, 1536), 24);  // 6 KB apart: 64 sets
   EXPECT_EQ(lines(768, 2048), 16);   // 3 KB apart, a 2048-step slab
   EXPECT_EQ(lines(768, 768), 6);     // in place
   EXPECT_EQ(lines(384, 2048), 8);
