@@ -23,6 +23,18 @@ inline std::string name(const MatmulCase& c) {
 // gtest and ctest show the case by its name, not its bytes.
 inline void PrintTo(const MatmulCase& c, std::ostream* os) { *os << name(c); }
 
+// alpha · product + bias[column] (none if empty) + beta · c0 in double, rounded once: what a GEMM that applies alpha,
+// a bias and beta as it stores must give, from the oracle's product of N columns a row.
+template <class P>
+std::vector<float> scaled_product(const std::vector<P>& product, float alpha, const std::vector<float>& bias,
+                                  float beta, const std::vector<float>& c0, std::int64_t N) {
+  std::vector<float> want(product.size());
+  for (std::size_t e = 0; e < want.size(); ++e)
+    want[e] = static_cast<float>(double(alpha) * product[e] + (bias.empty() ? 0.0 : double(bias[e % N])) +
+                                 double(beta) * c0[e]);
+  return want;
+}
+
 inline Shape operand_shape(std::int64_t batch, std::int64_t rows, std::int64_t cols, bool trans) {
   Shape s = trans ? Shape{cols, rows} : Shape{rows, cols};
   if (batch > 0) s.insert(s.begin(), batch);

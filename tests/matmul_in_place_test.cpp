@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "matmul_cases.hpp"
 #include "parity.hpp"
 #include "ptk/kernels/matmul_blocked.hpp"
 #include "ptk/reference/matmul.hpp"
@@ -53,10 +54,9 @@ void check_in_place() {
         << name << ": b would be packed";
     const auto a = uniform(M * K, -1, 1, name + "a"), b = uniform(K * N, -1, 1, name + "b");
     const auto bias = uniform(N, -1, 1, name + "bias"), c0 = uniform(M * N, -1, 1, name + "c");
-    std::vector<float> product(c0.size()), want(c0.size());
+    std::vector<float> product(c0.size());
     reference::matmul_forward(product.data(), a.data(), b.data(), 1, M, N, K, false, false, false, false);
-    for (std::size_t e = 0; e < want.size(); ++e)
-      want[e] = static_cast<float>(double(alpha) * product[e] + bias[e % N] + double(beta) * c0[e]);
+    const auto want = scaled_product(product, alpha, bias, beta, c0, N);
 
     const auto A = Tensor<Space>::from_host({1, M, K}, a), B = Tensor<Space>::from_host({1, K, N}, b);
     const auto Bias = Tensor<Space>::from_host({N}, bias);

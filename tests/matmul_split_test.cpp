@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kokkos_events.hpp"
+#include "matmul_cases.hpp"
 #include "parity.hpp"
 #include "ptk/ops/matmul.hpp"
 #include "ptk/reference/matmul.hpp"
@@ -40,10 +41,9 @@ void check_split_product() {
     const auto name = "split K" + std::to_string(K);
     const auto x = uniform(B * M * K, -1, 1, name + "x"), w = uniform(N * K, -1, 1, name + "w");
     const auto bias = uniform(N, -1, 1, name + "bias"), c0 = uniform(B * M * N, -1, 1, name + "c");
-    std::vector<float> product(c0.size()), want(c0.size());
+    std::vector<float> product(c0.size());
     reference::matmul_forward(product.data(), x.data(), w.data(), B, M, N, K, false, true, true, false);
-    for (std::size_t e = 0; e < want.size(); ++e)
-      want[e] = static_cast<float>(double(alpha) * product[e] + bias[e % N] + double(beta) * c0[e]);
+    const auto want = scaled_product(product, alpha, bias, beta, c0, N);
 
     const auto X = Tensor<Space>::from_host({B, M, K}, x), W = Tensor<Space>::from_host({1, N, K}, w);
     const auto Bias = Tensor<Space>::from_host({N}, bias);

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 
+#include "matmul_cases.hpp"
 #include "parity.hpp"
 #include "ptk/kernels/matmul_decode.hpp"
 #include "ptk/kernels/matmul_quantized_panel.hpp"
@@ -41,11 +42,7 @@ std::vector<float> oracle(const std::vector<float>& x, const std::vector<float>&
   const std::vector<double> ws(w.begin(), w.end());
   std::vector<double> y(static_cast<std::size_t>(M * N));
   reference::matmul_forward(y.data(), xs.data(), ws.data(), 1, M, N, K, false, true, false, false);
-  std::vector<float> want(y.size());
-  for (std::size_t i = 0; i < y.size(); ++i)
-    want[i] =
-        static_cast<float>(double(alpha) * y[i] + (bias.empty() ? 0.0 : double(bias[i % N])) + double(beta) * y0[i]);
-  return want;
+  return scaled_product(y, alpha, bias, beta, y0, N);
 }
 
 // Runs f(Block{}) for q8_0 and q4_0.

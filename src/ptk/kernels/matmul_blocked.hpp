@@ -358,9 +358,9 @@ void matmul_blocked(const Tensor3<Space>& c, const ConstTensor3Of<Space, EA>& a,
   // op(b) = b in f32 is read in place where at most Tiles::b_in_place_lines of a block's lines share an L2 set: packing
   // it cost 4-8 % of the time at training shapes; in place with rows 4 or 6 KB apart, twice the time (lines evicted).
   const auto in_place = [&](int block_cols) {
-    if constexpr (!std::is_same_v<EB, float>) return false;
-    return !trans_b && detail::b_lines_per_set(static_cast<int>(b.extent(2)), slab, block_cols, Tiles::l2_sets) <=
-                           Tiles::b_in_place_lines;
+    return std::is_same_v<EB, float> && !trans_b &&
+           detail::b_lines_per_set(static_cast<int>(b.extent(2)), slab, block_cols, Tiles::l2_sets) <=
+               Tiles::b_in_place_lines;
   };
   const auto kernel_for = [&](int thread_cols) {
     const int blocks = (thread_cols + Tiles::block_cols - 1) / Tiles::block_cols;
