@@ -6,6 +6,7 @@ geometric mean over the shapes. The machine is shared and noisy: report ratios, 
 
     benchmarks/rounds.py BUILD/ptk_bench [--family matmul] [--peer openblas] [--rounds 3] [SHAPE ...]
     benchmarks/rounds.py NEW/ptk_bench --peer ptk --peer-bench OLD/ptk_bench   (before / after a change)
+    benchmarks/rounds.py BUILD/ptk_bench --load 2   (both sides beside a competing process of 2 busy threads)
 
 A SHAPE is the benchmark name's shape part, e.g. M=1024,N=1024,K=1024 (default: the matmul
 performance shapes of docs/benchmarks.md).
@@ -13,6 +14,7 @@ performance shapes of docs/benchmarks.md).
 import argparse
 import json
 import math
+import multiprocessing
 import statistics
 import subprocess
 import sys
@@ -35,6 +37,20 @@ def seconds(bench, family, impl, shape):
     return runs[0]["real_time"] * unit
 
 
+def spin():
+    while True:
+        pass
+
+
+def start_load(threads):
+    """A competing process of `threads` busy threads (processes here: Python's threads share one interpreter lock),
+    running until stop_load: the same load for both sides of every round."""
+    procs = [multiprocessing.Process(target=spin, daemon=True) for _ in range(threads)]
+    for p in procs:
+        p.start()
+    return procs
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("bench")
@@ -44,7 +60,10 @@ def main():
     ap.add_argument("--peer", default="openblas")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--peer-bench", help="run the peer from this ptk_bench instead (e.g. a baseline build)")
+    ap.add_argument("--load", type=int, default=0, metavar="THREADS",
+                    help="run every measurement beside THREADS busy threads of another process")
     args = ap.parse_args()
+    load = start_load(args.load) if args.load > 0 else []
     shapes = args.shapes or MATMUL_SHAPES
     peer_name = args.peer + (f" of {args.peer_bench}" if args.peer_bench else "")
     ratios = {s: [] for s in shapes}
@@ -56,7 +75,10 @@ def main():
             ratios[shape].append(t["peer"] / t["ours"])
             print(f"round {r + 1}/{args.rounds} {shape}: {args.impl} {t['ours'] * 1e3:.2f} ms, "
                   f"{peer_name} {t['peer'] * 1e3:.2f} ms, ratio {ratios[shape][-1]:.2f}", file=sys.stderr, flush=True)
-    print(f"| {args.family} shape | {args.impl} / {peer_name} (median of {args.rounds}) | range |")
+    for p in load:
+        p.terminate()
+    beside = f", beside {args.load} busy threads" if args.load else ""
+    print(f"| {args.family} shape | {args.impl} / {peer_name} (median of {args.rounds}{beside}) | range |")
     print("| --- | --- | --- |")
     for shape in shapes:
         print(f"| {shape} | {statistics.median(ratios[shape]):.2f} | {min(ratios[shape]):.2f}–{max(ratios[shape]):.2f} |")

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what a ptk preset needs on Debian 12 and builds Kokkos + Kokkos Kernels for it.
 #
-#   scripts/bootstrap.sh [cpu|cpu-portable|cpu-serial|debug|debug-kokkos3|cpu-kokkos4|cuda|cuda-kokkos3|hip]
+#   scripts/bootstrap.sh [cpu|cpu-portable|cpu-native|cpu-serial|debug|debug-kokkos3|cpu-kokkos4|cuda|cuda-kokkos3|hip]
 #                                                                                        (default: cpu)
 #
 # Idempotent: a second run that finds the packages and the Kokkos install does nothing.
@@ -20,13 +20,14 @@ set -euo pipefail
 preset=${1:-cpu}
 case "$preset" in
   cpu | cpu-portable | cpu-serial) kokkos_version=3.4.01 flavour=$preset ;;
+  cpu-native) kokkos_version=3.4.01 flavour=cpu ;;  # ptk's own units -march=native; Kokkos the cpu preset's
   debug) kokkos_version=4.6.01 flavour=debug ;;
   debug-kokkos3) kokkos_version=3.4.01 flavour=debug ;;
   cuda-kokkos3) kokkos_version=3.4.01 flavour=cuda ;;
   hip) kokkos_version=3.4.01 flavour=hip ;;
   cpu-kokkos4) kokkos_version=4.6.01 flavour=openmp ;;
   cuda) kokkos_version=4.6.01 flavour=cuda ;;
-  *) echo "bootstrap: unknown preset '$preset' (expected cpu, cpu-portable, cpu-serial, debug, debug-kokkos3, cpu-kokkos4, cuda, cuda-kokkos3 or hip)" >&2; exit 2 ;;
+  *) echo "bootstrap: unknown preset '$preset' (expected cpu, cpu-portable, cpu-native, cpu-serial, debug, debug-kokkos3, cpu-kokkos4, cuda, cuda-kokkos3 or hip)" >&2; exit 2 ;;
 esac
 kokkos_major=${kokkos_version%%.*}
 
@@ -68,21 +69,21 @@ for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q '^install ok installed$' || missing+=("$p")
 done
 
-# The CPU flavours are compiled for this machine's instruction set (-march=native: AVX2/AVX-512
-# where the CPU has them), as ptk itself is; cpu-portable targets baseline x86-64 for binaries
-# that must run on other machines.
+# The release CPU flavours are compiled for baseline x86-64: ptk's host kernels, where the time goes, come in ISA
+# variants of their own (cmake/cpu_variants.cmake) and inline what they use of Kokkos, and a backend module of any
+# variant links this one Kokkos. The debug flavour keeps -march=native, as the debug preset does.
 kokkos_config() {
   # Position-independent: a preset links Kokkos into its backend module, a shared object (docs/design.md,
   # "Backends chosen at run time").
   local common=(-G Ninja -DCMAKE_CXX_STANDARD=17 -DCMAKE_CXX_EXTENSIONS=OFF -DKokkos_ENABLE_SERIAL=ON -DCMAKE_POSITION_INDEPENDENT_CODE=ON)
   local native=-DCMAKE_CXX_FLAGS=-march=native
   case "$flavour" in
-    cpu) echo "${common[@]} -DCMAKE_BUILD_TYPE=Release -DKokkos_ENABLE_OPENMP=ON $native" ;;
+    cpu) echo "${common[@]} -DCMAKE_BUILD_TYPE=Release -DKokkos_ENABLE_OPENMP=ON" ;;
     cpu-portable) echo "${common[@]} -DCMAKE_BUILD_TYPE=Release -DKokkos_ENABLE_OPENMP=ON" ;;
-    cpu-serial) echo "${common[@]} -DCMAKE_BUILD_TYPE=Release $native" ;;
+    cpu-serial) echo "${common[@]} -DCMAKE_BUILD_TYPE=Release" ;;
     # openmp (cpu-kokkos4): OpenMP alone. Kokkos 3.4's cpu preset runs every kernel on Serial; Kokkos 4's Serial
     # is compiled by the cuda preset (its host space), so a third set of Serial instances would only add build time.
-    openmp) echo "${common[@]} -DCMAKE_BUILD_TYPE=Release -DKokkos_ENABLE_OPENMP=ON -DKokkos_ENABLE_SERIAL=OFF $native" ;;
+    openmp) echo "${common[@]} -DCMAKE_BUILD_TYPE=Release -DKokkos_ENABLE_OPENMP=ON -DKokkos_ENABLE_SERIAL=OFF" ;;
     # debug: OpenMP alone (Serial off, later -D wins): the sanitized build compiles and runs each kernel for OpenMP
     # with the host and the GPU tuning; the release builds run Serial (docs/testing.md).
     debug) echo "${common[@]} -DCMAKE_BUILD_TYPE=Debug -DKokkos_ENABLE_OPENMP=ON -DKokkos_ENABLE_SERIAL=OFF -DKokkos_ENABLE_DEBUG=ON -DKokkos_ENABLE_DEBUG_BOUNDS_CHECK=ON $native" ;;

@@ -2,7 +2,7 @@
 # Installs what PRESET needs (scripts/bootstrap.sh), then configures and builds it into build/PRESET:
 # everything, or only the TARGETs given (CI's GPU compile checks: `scripts/build.sh cuda ptk_cli`, the
 # kernel instances in the library and the tool).
-#   scripts/build.sh [cpu|cpu-portable|cpu-serial|debug|debug-kokkos3|cpu-kokkos4|cuda|cuda-kokkos3|hip] [TARGET...]   (default: cpu)
+#   scripts/build.sh [cpu|cpu-portable|cpu-native|cpu-serial|debug|debug-kokkos3|cpu-kokkos4|cuda|cuda-kokkos3|hip] [TARGET...]   (default: cpu)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 preset=${1:-cpu}

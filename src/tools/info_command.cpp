@@ -24,6 +24,7 @@
 #include "build_facts.hpp"
 #include "commands.hpp"
 #include "ptk/core/cpu_features.hpp"
+#include "ptk/kernels/host_variant.hpp"
 #include "ptk/core/runtime.hpp"
 #include "ptk/core/vendor_blas.hpp"
 #include "ptk/nn/memory_estimate.hpp"
@@ -94,9 +95,19 @@ constexpr const char* yes_no() {
   return on ? "yes" : "no";
 }
 
-// The widest vector ISA the compiler was allowed to use for this binary (-march), and whether the
-// CPU running it has it: a native build carried to an older CPU dies of SIGILL, not of a message.
+// The host kernels' ISA: their CPU variant (cpu_variants.def) and its vector width, or, in a build without variants,
+// the widest vector ISA the compiler was allowed (-march), and whether the CPU running it has it: a binary carried to
+// a CPU without it dies of SIGILL, not of a message.
 std::string compiled_isa() {
+  const std::string variant = ptk::kernels::host_variant();
+  const int bits = ptk::kernels::host_vector_bits();
+  const std::string width = bits > 0 ? ", " + std::to_string(bits) + "-bit vectors" : "";
+  if (!variant.empty()) {
+    std::string lacks = "not in cpu_variants.def";
+    for (const auto& v : ptk::cpu::variants())
+      if (variant == v.name) lacks = ptk::cpu::missing(v, ptk::cpu::features());
+    return "variant " + variant + width + (lacks.empty() ? "" : " (this CPU lacks " + lacks + ")");
+  }
 #if defined(__AVX512F__)
   const char* isa = "AVX-512";
   const bool here = ptk::cpu::vector_isa().avx512f;
@@ -116,7 +127,7 @@ std::string compiled_isa() {
   const char* isa = "generic";
   const bool here = true;
 #endif
-  return std::string(isa) + (here ? "" : " (this CPU lacks it)");
+  return std::string(isa) + width + " (compiler flags)" + (here ? "" : " (this CPU lacks it)");
 }
 
 namespace {

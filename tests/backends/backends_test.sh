@@ -24,10 +24,48 @@ mkdir -p "$mods"
 /usr/bin/python3 -c 'import json,sys; [print(b["module"]) for b in json.load(open(sys.argv[1]))["backends"] if b["module"]]' \
   "$dir/found.json" >"$dir/found" || fail "info --json: $(cat "$dir/found.json")"
 while read -r module; do cp "$module" "$mods/"; done <"$dir/found"
-cpu_module=$mods/libptk_backend_cpu.so
+cpu_module=$(grep -E '/libptk_backend_cpu(-[a-z0-9_]+)?\.so$' "$dir/found" | head -1)
+[ -n "$cpu_module" ] && cpu_module=$mods/${cpu_module##*/}
 [ -f "$cpu_module" ] || fail "the launcher found no cpu module: $(cat "$dir/found.json")"
 echo "modules found: $(tr '\n' ' ' <"$dir/found")"
 export PTK_BACKEND_PATH=$mods
+
+# --- CPU ISA variants (libptk_backend_cpu-<variant>.so beside the chosen one) --------------------------------------
+variants=()
+for m in "$(dirname "$(grep -E '/libptk_backend_cpu' "$dir/found" | head -1)")"/libptk_backend_cpu-*.so; do
+  [ -f "$m" ] || continue
+  cp "$m" "$mods/"
+  v=${m##*/libptk_backend_cpu-}; variants+=("${v%.so}")
+done
+if [ ${#variants[@]} -gt 0 ]; then
+  chosen=$(/usr/bin/python3 -c 'import json,sys; print([b for b in json.load(open(sys.argv[1]))["backends"] if b["name"]=="cpu"][0]["variant"])' "$dir/found.json")
+  [ "$cpu_module" = "$mods/libptk_backend_cpu-$chosen.so" ] || fail "info --json: cpu variant '$chosen', module $cpu_module"
+  "$launcher" info >"$dir/info" 2>"$dir/err" || fail "ptk info: $(cat "$dir/err")"
+  grep -q "^          variant $chosen (the best this CPU runs" "$dir/info" || fail "info: the variant line: $(cat "$dir/info")"
+  grep -q "host ISA compiled for *variant $chosen, " "$dir/info" || fail "info: the module's own ISA row: $(cat "$dir/info")"
+  for v in "${variants[@]}"; do
+    # A variant this CPU runs is taken when PTK_CPU_VARIANT names it; one it cannot run is refused in one line.
+    if PTK_CPU_VARIANT=$v "$launcher" info >"$dir/info" 2>"$dir/err"; then
+      grep -q "^          variant $v (PTK_CPU_VARIANT" "$dir/info" && grep -q "host ISA compiled for *variant $v, " "$dir/info" ||
+        fail "PTK_CPU_VARIANT=$v: $(cat "$dir/info")"
+      PTK_CPU_VARIANT=$v PTK_BACKEND=cpu "$launcher" op --list >"$dir/out" 2>"$dir/err" && grep -q "^matmul$" "$dir/out" ||
+        fail "PTK_CPU_VARIANT=$v op --list: $(cat "$dir/err")"
+      echo "ok: PTK_CPU_VARIANT=$v runs its module"
+    else
+      expect_refusal "PTK_CPU_VARIANT=$v on a CPU without it" "ptk: --backend cpu cannot run here: ISA missing: PTK_CPU_VARIANT=$v: this CPU lacks " \
+        env PTK_CPU_VARIANT=$v "$launcher" --backend cpu op --list
+    fi
+  done
+  expect_refusal "PTK_CPU_VARIANT=bogus" "ptk: --backend cpu cannot run here: ISA missing: PTK_CPU_VARIANT is 'bogus'; the variants are " \
+    env PTK_CPU_VARIANT=bogus "$launcher" --backend cpu op --list
+  if [ "${variants[-1]}" != "$chosen" ]; then
+    mkdir -p "$dir/one_variant" && cp "$mods/libptk_backend_cpu-${variants[-1]}.so" "$dir/one_variant/"
+    expect_refusal "PTK_CPU_VARIANT naming a variant not installed" "not built: PTK_CPU_VARIANT=$chosen: no libptk_backend_cpu-$chosen.so in " \
+      env PTK_CPU_VARIANT=$chosen PTK_BACKEND_PATH="$dir/one_variant" "$launcher" --backend cpu op --list
+    rm -rf "$dir/one_variant"
+  fi
+  echo "ok: CPU variants ${variants[*]}: auto takes $chosen; PTK_CPU_VARIANT chooses, refusals in one line"
+fi
 
 # --- discovery -------------------------------------------------------------------------------------
 "$launcher" info >"$dir/info" 2>"$dir/err" || fail "ptk info: $(cat "$dir/err")"
@@ -184,6 +222,6 @@ expect_refusal "--backend cuda without room" "ptk: --backend cuda cannot run her
   env PTK_BACKEND_PATH="$gpu_slot" PTK_FAKE_BACKEND=ok PTK_FAKE_BACKEND_FREE_MB=8 "$launcher" --backend cuda "${small[@]}"
 
 # A truncated cpu module asked for by name: one line, exit 2.
-head -c 4096 "$cpu_module" >"$gpu_slot/libptk_backend_cpu.so"
+head -c 4096 "$cpu_module" >"$gpu_slot/${cpu_module##*/}"
 expect_refusal "a truncated cpu module" "ptk: --backend cpu cannot run here: library missing: " \
   env PTK_BACKEND_PATH="$gpu_slot" "$launcher" --backend cpu op --list

@@ -77,7 +77,13 @@ struct GpuRows {
 // prefill rows", "The GEMM's teams share a packed A".)
 struct HostMatmul {
   static constexpr bool register_tiled = false;
+#if defined(__AVX2__) && !defined(__AVX512F__)
+  // 16 ymm registers (the avx2 CPU variant): 8 x 48 would be 48 accumulators; 8 x 16 is 16 (rows stay 8: the
+  // transposing pack fills whole 8-row halves of a panel).
+  static constexpr int micro_rows = 8, micro_cols = 16;
+#else
   static constexpr int micro_rows = 8, micro_cols = 48;
+#endif
   static constexpr int block_rows = 512, block_cols = 96, slab = 2048;
   static constexpr int team_threads = 1 << 20;  // every thread of the space: one L3 on the machines measured
   static constexpr int scratch_level = 1;

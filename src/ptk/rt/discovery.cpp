@@ -16,6 +16,8 @@
 #include <filesystem>
 #include <string>
 
+#include "ptk/core/cpu_features.hpp"
+
 namespace ptk::rt {
 
 const std::vector<std::string>& backend_order() {
@@ -32,6 +34,7 @@ const char* skip_name(Skip skip) {
     case Skip::no_device: return "no device";
     case Skip::init_failed: return "init failed";
     case Skip::too_little_memory: return "too little memory";
+    case Skip::isa_missing: return "ISA missing";
   }
   return "?";
 }
@@ -170,7 +173,7 @@ void probe_module(Candidate& b) {
                std::to_string(WTERMSIG(status)) + " (" + strsignal(WTERMSIG(status)) + ")";
   } else if (data.size() >= 2 && data[0] == kError) {
     const int skip = static_cast<unsigned char>(data[1]);
-    b.skip = skip <= static_cast<int>(Skip::too_little_memory) ? static_cast<Skip>(skip) : Skip::init_failed;
+    b.skip = skip <= static_cast<int>(Skip::isa_missing) ? static_cast<Skip>(skip) : Skip::init_failed;
     b.reason = data.substr(2);
   } else if (data.size() == 1 + sizeof(ptk_backend_info) && data[0] == kProbe) {
     std::memcpy(&b.probe, data.data() + 1, sizeof b.probe);
@@ -229,19 +232,88 @@ bool is_regular_file(const std::string& path) {
 
 }  // namespace
 
+namespace {
+
+std::string find_file(const std::string& file, const std::vector<std::string>& dirs) {
+  for (const auto& dir : dirs)
+    if (is_regular_file(dir + "/" + file)) return dir + "/" + file;
+  return "";
+}
+
+std::string not_found(const std::string& file, const std::vector<std::string>& dirs) {
+  std::string reason = "no " + file + " in";
+  for (const auto& dir : dirs) reason += " " + dir;
+  return reason;
+}
+
+}  // namespace
+
+CpuModule cpu_module(const std::vector<std::string>& dirs) {
+  const char* env = std::getenv("PTK_CPU_VARIANT");
+  const std::string wanted = env ? env : "";
+  const auto here = cpu::features();
+  std::string table, built, skipped;
+  for (const auto& v : cpu::variants()) table += std::string(table.empty() ? "" : ", ") + v.name;
+  CpuModule chosen;
+  for (const auto& v : cpu::variants()) {
+    const std::string file = find_file(std::string("libptk_backend_cpu-") + v.name + ".so", dirs);
+    if (file.empty() || (!wanted.empty() && wanted != v.name)) {
+      if (!file.empty()) built += std::string(built.empty() ? "" : ", ") + v.name;
+      continue;
+    }
+    if (const auto lacks = cpu::missing(v, here); !lacks.empty()) {
+      if (!wanted.empty()) return {"", v.name, "PTK_CPU_VARIANT=" + wanted + ": this CPU lacks " + lacks, Skip::isa_missing};
+      skipped += std::string(skipped.empty() ? "" : "; ") + v.name + " skipped, this CPU lacks " + lacks;
+      continue;
+    }
+    if (chosen.file.empty()) {
+      chosen.file = file;
+      chosen.variant = v.name;
+    } else {
+      built += std::string(built.empty() ? "" : ", ") + v.name;
+    }
+  }
+  if (!wanted.empty() && chosen.file.empty()) {
+    const bool known = (", " + table + ", ").find(", " + wanted + ", ") != std::string::npos;
+    return {"", wanted,
+            known ? "PTK_CPU_VARIANT=" + wanted + ": " + not_found("libptk_backend_cpu-" + wanted + ".so", dirs)
+                  : "PTK_CPU_VARIANT is '" + wanted + "'; the variants are " + table,
+            known ? Skip::not_built : Skip::isa_missing};
+  }
+  if (!chosen.file.empty()) {
+    chosen.how = chosen.variant + (wanted.empty() ? " (the best this CPU runs" : " (PTK_CPU_VARIANT");
+    if (!skipped.empty()) chosen.how += "; " + skipped;
+    if (!built.empty()) chosen.how += "; also built: " + built;
+    chosen.how += ")";
+    return chosen;
+  }
+  chosen.file = find_file("libptk_backend_cpu.so", dirs);  // a build without variants
+  if (chosen.file.empty()) {
+    chosen.skip = skipped.empty() ? Skip::not_built : Skip::isa_missing;
+    chosen.how = skipped.empty() ? not_found("libptk_backend_cpu.so", dirs) + " (nor a cpu-<variant> one)" : skipped;
+  }
+  return chosen;
+}
+
 Candidate examine(const std::string& name, const std::vector<std::string>& dirs) {
   Candidate b;
   b.name = name;
-  const std::string file = "libptk_backend_" + name + ".so";
-  for (const auto& dir : dirs)
-    if (is_regular_file(dir + "/" + file)) {
-      b.module = dir + "/" + file;
-      break;
+  if (name == "cpu") {
+    const auto cpu = cpu_module(dirs);
+    b.module = cpu.file;
+    b.variant = cpu.variant;
+    b.variants = cpu.how;
+    if (b.module.empty()) {
+      b.skip = cpu.skip;
+      b.reason = cpu.how;
+      return b;
     }
-  if (b.module.empty()) {
-    b.reason = "no " + file + " in";
-    for (const auto& dir : dirs) b.reason += " " + dir;
-    return b;
+  } else {
+    b.module = find_file("libptk_backend_" + name + ".so", dirs);
+    if (b.module.empty()) {
+      b.reason = not_found("libptk_backend_" + name + ".so", dirs);
+      return b;
+    }
   }
   if (const auto problem = elf_problem(b.module); !problem.empty()) {
     b.skip = Skip::library_missing;
@@ -316,10 +388,7 @@ Selection select(const std::string& wanted, const std::vector<std::string>& dirs
     if (c.skip != Skip::none || (wanted != "auto" && wanted != c.name)) continue;
     if (c.name != "cpu" && !command_line.empty()) {  // a GPU: does the run fit its memory?
       if (!estimated) {
-        std::string cpu;
-        for (const auto& dir : dirs)
-          if (cpu.empty() && is_regular_file(dir + "/libptk_backend_cpu.so")) cpu = dir + "/libptk_backend_cpu.so";
-        s.need_bytes = memory_need(cpu, command_line);
+        s.need_bytes = memory_need(cpu_module(dirs).file, command_line);
         estimated = true;
       }
       if (s.need_bytes > 0 && c.probe.devices[0].free_bytes < s.need_bytes) {

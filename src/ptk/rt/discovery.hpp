@@ -21,13 +21,16 @@ enum class Skip {
   driver_missing,   // the GPU driver's library is absent or too old for the runtime
   no_device,        // the runtime works and sees no device
   init_failed,      // a device is there and did not open, or the probe crashed or hung
-  too_little_memory // the device's free memory is below the run's estimate
+  too_little_memory,// the device's free memory is below the run's estimate
+  isa_missing       // the CPU lacks an instruction the cpu variant that PTK_CPU_VARIANT names needs
 };
 const char* skip_name(Skip skip);
 
 struct Candidate {
   std::string name;    // cuda, hip, cpu
   std::string module;  // the file found ("" when none)
+  std::string variant; // cpu: the ISA variant of the module (cpu_variants.def), "" for a build without variants
+  std::string variants;// cpu: how the variant was chosen, e.g. "avx512 (best this CPU runs; also built: avx2)"
   Skip skip = Skip::not_built;
   std::string reason;  // the details behind `skip`, in the words of whatever failed
   bool probed = false; // `probe` holds the module's answer
@@ -37,6 +40,18 @@ struct Candidate {
 // Where modules are looked for: the directories in PTK_BACKEND_PATH (colon-separated) when it is set, else
 // `fallback`.
 std::vector<std::string> module_dirs(const std::vector<std::string>& fallback);
+
+// The cpu backend's module in `dirs`: with ISA variants (libptk_backend_cpu-<variant>.so, docs/design.md "CPU ISA
+// variants"), the best one whose instructions this CPU has, or the one PTK_CPU_VARIANT names; else
+// libptk_backend_cpu.so. The CPU is read before any module is loaded: a module of a variant it lacks is never
+// loaded (its static initializers could already execute those instructions).
+struct CpuModule {
+  std::string file;     // "" when none can run
+  std::string variant;  // "" for libptk_backend_cpu.so
+  std::string how;      // how it was chosen, or why none was (with skip)
+  Skip skip = Skip::none;
+};
+CpuModule cpu_module(const std::vector<std::string>& dirs);
 
 // Finds NAME's module and probes it in a child process.
 Candidate examine(const std::string& name, const std::vector<std::string>& dirs);

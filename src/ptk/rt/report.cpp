@@ -38,6 +38,7 @@ void print_table(std::ostream& out, const std::vector<Candidate>& seen, const Ca
     std::snprintf(head, sizeof head, "  %s %-5s ", b.skip == Skip::none ? "\u2713" : "\u2717", b.name.c_str());
     out << head << (b.skip == Skip::none ? std::string(b.probe.kokkos) : because(b)) << '\n';
     if (!b.module.empty()) out << "          module " << b.module << '\n';
+    if (!b.module.empty() && !b.variant.empty()) out << "          variant " << b.variants << '\n';
     if (b.probed)
       for (int i = 0; i < b.probe.device_count && i < PTK_BACKEND_MAX_DEVICES; ++i)
         out << "          device " << i << ": " << device_line(b.name, b.probe.devices[i]) << '\n';
@@ -59,7 +60,8 @@ void print_json(std::ostream& out, const std::vector<Candidate>& seen, const Can
                            {"compute_units", d.compute_units}});
       }
     list.push_back({{"name", b.name}, {"available", b.skip == Skip::none}, {"skip", skip_name(b.skip)},
-                    {"reason", b.reason}, {"module", b.module}, {"kokkos", b.probed ? b.probe.kokkos : ""},
+                    {"reason", b.reason}, {"module", b.module}, {"variant", b.variant},
+                    {"kokkos", b.probed ? b.probe.kokkos : ""},
                     {"devices", devices}});
   }
   nlohmann::ordered_json doc{{"backends", list}, {"wanted", wanted}, {"chosen", chosen ? nlohmann::ordered_json(chosen->name) : nullptr}};

@@ -74,9 +74,44 @@ KOKKOS_FORCEINLINE_FUNCTION void load_transposed_16_portable(const E* src, std::
     for (int k = 0; k < 16; ++k) (j < 8 ? lo + j : hi + (j - 8))[k * ldd] = load(src + j * ld, k);
 }
 
+#if defined(PTK_HOST_AVX2)
+// An 8 x 8 block of floats (rows ld apart) stored transposed: column k of the block to dst + k · ldd. Pairs of rows
+// interleaved by 32 bits, groups of four by 64 bits, then the 128-bit halves exchanged (24 shuffles a block).
+KOKKOS_FORCEINLINE_FUNCTION void store_transposed_8x8(const float* src, std::size_t ld, float* dst, std::size_t ldd) {
+  __m256 r[8], t[8];
+  for (int j = 0; j < 8; ++j) r[j] = _mm256_loadu_ps(src + j * ld);
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int g = 0; g < 8; g += 4) {  // r[g + c] holds, in half H, rows g .. g+3 at column 4H + c
+    r[g] = _mm256_shuffle_ps(t[g], t[g + 2], 0x44);
+    r[g + 1] = _mm256_shuffle_ps(t[g], t[g + 2], 0xEE);
+    r[g + 2] = _mm256_shuffle_ps(t[g + 1], t[g + 3], 0x44);
+    r[g + 3] = _mm256_shuffle_ps(t[g + 1], t[g + 3], 0xEE);
+  }
+  for (int c = 0; c < 4; ++c) {
+    _mm256_storeu_ps(dst + c * ldd, _mm256_permute2f128_ps(r[c], r[4 + c], 0x20));
+    _mm256_storeu_ps(dst + (4 + c) * ldd, _mm256_permute2f128_ps(r[c], r[4 + c], 0x31));
+  }
+}
+#endif
+
 // load_transposed_16_portable's values, the same bits, through the host's vector instructions where it has them.
 template <class E>
 KOKKOS_FORCEINLINE_FUNCTION void load_transposed_16(const E* src, std::size_t ld, float* lo, float* hi, std::size_t ldd) {
+#if defined(PTK_HOST_AVX2)
+  if constexpr (std::is_same_v<E, float>) {
+    for (int h = 0; h < 2; ++h)    // rows 0-7 to lo, 8-15 to hi
+      for (int c = 0; c < 2; ++c)  // columns 0-7, 8-15: values k = 8c .. 8c+7
+        store_transposed_8x8(src + 8 * h * ld + 8 * c, ld, (h == 0 ? lo : hi) + 8 * c * ldd, ldd);
+    return;
+  } else if constexpr (std::is_same_v<E, bf16> || std::is_same_v<E, f16>) {
+    float wide[16][16];
+    for (int j = 0; j < 16; ++j) widen_block<16>(src + j * ld, wide[j]);
+    return load_transposed_16(&wide[0][0], 16, lo, hi, ldd);
+  }
+#endif
 #if defined(PTK_HOST_AVX512)
   if constexpr (std::is_same_v<E, float> || std::is_same_v<E, bf16> || std::is_same_v<E, f16>) {
     __m512 r[16], t[16];

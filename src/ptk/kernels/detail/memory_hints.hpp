@@ -21,6 +21,12 @@
 #define PTK_HOST_AVX512 1
 #include <immintrin.h>
 #endif
+// 8 values an instruction where a host has AVX2 and not AVX-512 (the avx2 CPU variant: core/cpu_variants.def): the
+// GEMM's transposing pack (load.hpp).
+#if !defined(PTK_HOST_AVX512) && defined(__AVX2__) && !defined(__CUDACC__) && !defined(__HIPCC__)
+#define PTK_HOST_AVX2 1
+#include <immintrin.h>
+#endif
 
 namespace ptk::kernels {
 
