@@ -62,7 +62,7 @@ def main():
     ap.add_argument("--peer-bench", help="run the peer from this ptk_bench instead (e.g. a baseline build)")
     ap.add_argument("--load", type=int, default=0, metavar="THREADS",
                     help="run every measurement beside THREADS busy threads of another process")
-    args = ap.parse_args()
+    args = ap.parse_intermixed_args()
     load = start_load(args.load) if args.load > 0 else []
     shapes = args.shapes or MATMUL_SHAPES
     peer_name = args.peer + (f" of {args.peer_bench}" if args.peer_bench else "")

@@ -24,9 +24,9 @@
 #include "build_facts.hpp"
 #include "commands.hpp"
 #include "ptk/core/cpu_features.hpp"
-#include "ptk/kernels/host_variant.hpp"
 #include "ptk/core/runtime.hpp"
 #include "ptk/core/vendor_blas.hpp"
+#include "ptk/kernels/host_variant.hpp"
 #include "ptk/nn/memory_estimate.hpp"
 #include "ptk/nn/model_files.hpp"
 

@@ -56,10 +56,23 @@ if [ ${#variants[@]} -gt 0 ]; then
         env PTK_CPU_VARIANT=$v "$launcher" --backend cpu op --list
     fi
   done
+  # A CPU without VBMI (Skylake-X, Cascade Lake): auto takes avx2 and says why; avx512 by name is refused.
+  if [ "$chosen" = avx512 ] && [ -f "$mods/libptk_backend_cpu-avx2.so" ]; then
+    PTK_CPU_HIDE=avx512vbmi "$launcher" info >"$dir/info" 2>"$dir/err" || fail "PTK_CPU_HIDE=avx512vbmi: $(cat "$dir/err")"
+    grep -q "^          variant avx2 (the best this CPU runs; avx512 skipped, this CPU lacks avx512vbmi)" "$dir/info" ||
+      fail "a CPU without VBMI: $(grep -A1 "✓ cpu" "$dir/info")"
+    expect_refusal "PTK_CPU_VARIANT=avx512 on a CPU without VBMI" \
+      "ptk: --backend cpu cannot run here: ISA missing: PTK_CPU_VARIANT=avx512: this CPU lacks avx512vbmi" \
+      env PTK_CPU_HIDE=avx512vbmi PTK_CPU_VARIANT=avx512 "$launcher" --backend cpu op --list
+    expect_refusal "a CPU without AVX2" "ptk: --backend cpu cannot run here: ISA missing: avx512 skipped, this CPU lacks " \
+      env PTK_CPU_HIDE="avx2 avx512f" "$launcher" --backend cpu op --list
+  fi
   expect_refusal "PTK_CPU_VARIANT=bogus" "ptk: --backend cpu cannot run here: ISA missing: PTK_CPU_VARIANT is 'bogus'; the variants are " \
     env PTK_CPU_VARIANT=bogus "$launcher" --backend cpu op --list
-  if [ "${variants[-1]}" != "$chosen" ]; then
-    mkdir -p "$dir/one_variant" && cp "$mods/libptk_backend_cpu-${variants[-1]}.so" "$dir/one_variant/"
+  other=""
+  for v in "${variants[@]}"; do [ "$v" = "$chosen" ] || other=$v; done
+  if [ -n "$other" ]; then  # a directory holding another variant alone
+    mkdir -p "$dir/one_variant" && cp "$mods/libptk_backend_cpu-$other.so" "$dir/one_variant/"
     expect_refusal "PTK_CPU_VARIANT naming a variant not installed" "not built: PTK_CPU_VARIANT=$chosen: no libptk_backend_cpu-$chosen.so in " \
       env PTK_CPU_VARIANT=$chosen PTK_BACKEND_PATH="$dir/one_variant" "$launcher" --backend cpu op --list
     rm -rf "$dir/one_variant"

@@ -8,6 +8,7 @@
 #include <cpuid.h>
 #endif
 
+#include <cstdlib>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -75,6 +76,13 @@ inline Features features() {
     if (saved && (word >> b.bit & 1u)) f.names.emplace_back(b.name);
   }
 #endif
+  // PTK_CPU_HIDE="avx512vbmi ...": act as a CPU without these (the launcher's choice of variant, its refusals and
+  // `ptk info` tested on any machine; tests/backends). Never adds a feature.
+  if (const char* hide = std::getenv("PTK_CPU_HIDE")) {
+    std::istringstream words(hide);
+    for (std::string name; words >> name;)
+      for (auto it = f.names.begin(); it != f.names.end();) it = *it == name ? f.names.erase(it) : it + 1;
+  }
   return f;
 }
 

@@ -169,30 +169,37 @@ struct MatmulBlocked {
 
   // c_tile (row stride N) = alpha · (A micro-panel · B micro-panel over kc) (+ bias) + c_scale · c_tile, the first
   // rows_left × cols_left of the first R rows and C columns of the MR × NR tile. Registers hold the sum over `chunk`
-  // steps; chunk sums are added into acc (L1). B's rows are ldbp floats apart (NR packed, ldb in place); they are
-  // fetched Tiles::prefetch_distance / NR k-steps (16) ahead: the block's B panel lies in L2.
+  // steps of Tiles::register_cols columns at a time (every column where the registers allow); chunk sums are added
+  // into acc (L1). Each value's sum runs over k in the same order whatever the grouping: the same bits. B's rows are
+  // ldbp floats apart (NR packed, ldb in place); they are fetched Tiles::prefetch_distance / NR k-steps (16) ahead:
+  // the block's B panel lies in L2.
   template <int R, int C>
   KOKKOS_INLINE_FUNCTION void tile(const float* ap, const float* bp, int ldbp, int kc, float* ct, int rows_left,
                                    int cols_left, float c_scale, const float* bias_tile) const {
+    constexpr int G = C < Tiles::register_cols ? C : Tiles::register_cols;
+    static_assert(C % G == 0, "whole groups of columns");
     const std::size_t ahead = static_cast<std::size_t>(ldbp - NR) * (Tiles::prefetch_distance / NR);  // beyond NR
     float acc[R][C];
     for (int k0c = 0; k0c < kc; k0c += chunk) {
       const int k_end = kc - k0c < chunk ? kc : k0c + chunk;
-      float part[R][C];
-      for (int r = 0; r < R; ++r)
-        for (int j = 0; j < C; ++j) part[r][j] = 0.0f;
-      for (int k = k0c; k < k_end; ++k) {
-        const float* ak = ap + k * MR;
-        const float* bk = bp + static_cast<std::size_t>(k) * ldbp;
-        for (int j = 0; j < C; j += line_floats) prefetch_ahead<Tiles>(bk + ahead, j);
-        for (int r = 0; r < R; ++r) {
-          const float ar = ak[r];
-          PTK_SIMD_LOOP  // narrow tiles: g++ otherwise vectorizes across r, with shuffles, at 1/10 of the speed
-          for (int j = 0; j < C; ++j) part[r][j] += ar * bk[j];
+      for (int g = 0; g < C; g += G) {
+        float part[R][G];
+        for (int r = 0; r < R; ++r)
+          for (int j = 0; j < G; ++j) part[r][j] = 0.0f;
+        for (int k = k0c; k < k_end; ++k) {
+          const float* ak = ap + k * MR;
+          const float* bk = bp + static_cast<std::size_t>(k) * ldbp + g;
+          if (g % line_floats == 0)  // a hint a line: groups narrower than a line share one
+            for (int j = 0; j < G; j += line_floats) prefetch_ahead<Tiles>(bk + ahead, j);
+          for (int r = 0; r < R; ++r) {
+            const float ar = ak[r];
+            PTK_SIMD_LOOP  // narrow tiles: g++ otherwise vectorizes across r, with shuffles, at 1/10 of the speed
+            for (int j = 0; j < G; ++j) part[r][j] += ar * bk[j];
+          }
         }
+        for (int r = 0; r < R; ++r)
+          for (int j = 0; j < G; ++j) acc[r][g + j] = k0c == 0 ? part[r][j] : acc[r][g + j] + part[r][j];
       }
-      for (int r = 0; r < R; ++r)
-        for (int j = 0; j < C; ++j) acc[r][j] = k0c == 0 ? part[r][j] : acc[r][j] + part[r][j];
     }
     const int r_end = rows_left < R ? rows_left : R;
     const int j_end = cols_left < C ? cols_left : C;

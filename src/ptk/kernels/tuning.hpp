@@ -77,12 +77,14 @@ struct GpuRows {
 // prefill rows", "The GEMM's teams share a packed A".)
 struct HostMatmul {
   static constexpr bool register_tiled = false;
-#if defined(__AVX2__) && !defined(__AVX512F__)
-  // 16 ymm registers (the avx2 CPU variant): 8 x 48 would be 48 accumulators; 8 x 16 is 16 (rows stay 8: the
-  // transposing pack fills whole 8-row halves of a panel).
-  static constexpr int micro_rows = 8, micro_cols = 16;
-#else
   static constexpr int micro_rows = 8, micro_cols = 48;
+  // Columns of a micro-tile summed in registers at a time (the tile's k-chunk is walked once a group, its A values
+  // read again from L1): all 48 with AVX-512's 32 registers; 8 (8 accumulators, one ymm a row) with AVX2's 16, where
+  // 8 x 48 would be 48 accumulators (the avx2 CPU variant: core/cpu_variants.def).
+#if defined(__AVX2__) && !defined(__AVX512F__)
+  static constexpr int register_cols = 8;
+#else
+  static constexpr int register_cols = micro_cols;
 #endif
   static constexpr int block_rows = 512, block_cols = 96, slab = 2048;
   static constexpr int team_threads = 1 << 20;  // every thread of the space: one L3 on the machines measured

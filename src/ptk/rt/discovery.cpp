@@ -230,10 +230,6 @@ bool is_regular_file(const std::string& path) {
   return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
-}  // namespace
-
-namespace {
-
 std::string find_file(const std::string& file, const std::vector<std::string>& dirs) {
   for (const auto& dir : dirs)
     if (is_regular_file(dir + "/" + file)) return dir + "/" + file;
@@ -302,7 +298,7 @@ Candidate examine(const std::string& name, const std::vector<std::string>& dirs)
     const auto cpu = cpu_module(dirs);
     b.module = cpu.file;
     b.variant = cpu.variant;
-    b.variants = cpu.how;
+    b.variant_choice = cpu.how;
     if (b.module.empty()) {
       b.skip = cpu.skip;
       b.reason = cpu.how;

@@ -22,7 +22,7 @@ enum class Skip {
   no_device,        // the runtime works and sees no device
   init_failed,      // a device is there and did not open, or the probe crashed or hung
   too_little_memory,// the device's free memory is below the run's estimate
-  isa_missing       // the CPU lacks an instruction the cpu variant that PTK_CPU_VARIANT names needs
+  isa_missing       // cpu: no variant this CPU runs, or PTK_CPU_VARIANT names one it lacks or none the table has
 };
 const char* skip_name(Skip skip);
 
@@ -30,7 +30,7 @@ struct Candidate {
   std::string name;    // cuda, hip, cpu
   std::string module;  // the file found ("" when none)
   std::string variant; // cpu: the ISA variant of the module (cpu_variants.def), "" for a build without variants
-  std::string variants;// cpu: how the variant was chosen, e.g. "avx512 (best this CPU runs; also built: avx2)"
+  std::string variant_choice;  // cpu: how, e.g. "avx512 (the best this CPU runs; also built: avx2)"
   Skip skip = Skip::not_built;
   std::string reason;  // the details behind `skip`, in the words of whatever failed
   bool probed = false; // `probe` holds the module's answer

@@ -38,7 +38,7 @@ void print_table(std::ostream& out, const std::vector<Candidate>& seen, const Ca
     std::snprintf(head, sizeof head, "  %s %-5s ", b.skip == Skip::none ? "\u2713" : "\u2717", b.name.c_str());
     out << head << (b.skip == Skip::none ? std::string(b.probe.kokkos) : because(b)) << '\n';
     if (!b.module.empty()) out << "          module " << b.module << '\n';
-    if (!b.module.empty() && !b.variant.empty()) out << "          variant " << b.variants << '\n';
+    if (!b.module.empty() && !b.variant.empty()) out << "          variant " << b.variant_choice << '\n';
     if (b.probed)
       for (int i = 0; i < b.probe.device_count && i < PTK_BACKEND_MAX_DEVICES; ++i)
         out << "          device " << i << ": " << device_line(b.name, b.probe.devices[i]) << '\n';
