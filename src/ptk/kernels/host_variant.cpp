@@ -1,13 +1,20 @@
 // Compiled into each set of kernel objects with its variant's flags (src/CMakeLists.txt): see host_variant.hpp.
+// The name comes as a bare token (PTK_CPU_VARIANT_ID=avx512), stringified here: a quoted string on the command line
+// does not survive nvcc_wrapper.
 #include "ptk/kernels/host_variant.hpp"
 
-#ifndef PTK_CPU_VARIANT_NAME
-#error "compiled by src/CMakeLists.txt with the variant's name"
-#endif
+#define PTK_VARIANT_STRING_(x) #x
+#define PTK_VARIANT_STRING(x) PTK_VARIANT_STRING_(x)
 
 namespace ptk::kernels {
 
-const char* host_variant() { return PTK_CPU_VARIANT_NAME; }
+const char* host_variant() {
+#if defined(PTK_CPU_VARIANT_ID)
+  return PTK_VARIANT_STRING(PTK_CPU_VARIANT_ID);
+#else
+  return "";  // a build without variants
+#endif
+}
 
 int host_vector_bits() {
 #if defined(__AVX512F__)
